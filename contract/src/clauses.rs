@@ -1,0 +1,88 @@
+//! Every clause of CONTRACT.md, so the suite can report a full matrix and a test can prove each
+//! clause has a scenario. `ext` marks the reference server's extensions to the seed contract.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clause {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub ext: bool,
+}
+
+const fn c(id: &'static str, title: &'static str, ext: bool) -> Clause {
+    Clause { id, title, ext }
+}
+
+pub const CLAUSES: &[Clause] = &[
+    c("PROTO-1", "Streamable HTTP at /mcp, protocol versions served", false),
+    c("PROTO-2", "JSON-RPC errors for unknown tool, method, bad JSON, bad object", false),
+    c("PROTO-3", "tools/list: descriptions, closed input schemas, output schemas, annotations", false),
+    c("PROTO-4", "every structuredContent validates against the output schema", false),
+    c("PROTO-5", "foreign Origin refused with 403", false),
+    c("ENV-1", "success envelope with data, meta and a short text", false),
+    c("ENV-2", "request_id format, unique per call, x-request-id header", true),
+    c("ENV-3", "text summary at most 4 KiB, structured output at most 128 KiB", false),
+    c("ENV-4", "error envelope with isError and matching request_ids", false),
+    c("ENV-5", "fixed category and retryable flag per code", false),
+    c("ENV-6", "error messages echo no argument, text, query, key or token", false),
+    c("PAG-1", "20 items by default", false),
+    c("PAG-2", "limit 1..=50, anything else refused", true),
+    c("PAG-3", "next_cursor present iff more items follow", false),
+    c("PAG-4", "walking all pages yields every item once, in order, despite insertions", false),
+    c("PAG-5", "a changed cursor is refused", false),
+    c("PAG-6", "a cursor reused with other filters, tool, client or user is refused", false),
+    c("PAG-7", "a cursor carries no authority", false),
+    c("PAG-8", "conversation detail pages messages by at most 100", false),
+    c("LIM-1", "analytics: 1..=8 distinct metrics over at most 366 days", false),
+    c("LIM-2", "rate limit per client, user and tool", true),
+    c("LIM-3", "other pairs and tools are not slowed by a limited pair", false),
+    c("LIM-4", "deadlines: read timeout, write outcome unknown", false),
+    c("LIM-5", "an oversized page is truncated with a continuing cursor", false),
+    c("LIM-6", "an uncuttable response is refused as too large", false),
+    c("LIM-7", "request body over 1 MiB refused with 413; string lengths bounded", true),
+    c("PRE-1", "state changes require expected_status", false),
+    c("PRE-2", "expected_status mismatch refused, state unchanged", false),
+    c("PRE-3", "forbidden lifecycle transitions refused", false),
+    c("PRE-4", "racing operators: exactly one wins", false),
+    c("IDEM-1", "keyed writes require an 8..=255 character idempotency_key", false),
+    c("IDEM-2", "same key and arguments replay the stored result", false),
+    c("IDEM-3", "same key, other arguments: mismatch", false),
+    c("IDEM-4", "same key while running: in progress; one effect under concurrency", false),
+    c("IDEM-5", "keys scoped by client, user and tool", false),
+    c("IDEM-6", "keys forgotten after 24 h", false),
+    c("IDEM-7", "only successes stored; authorization checked before a replay", false),
+    c("IDEM-8", "keys hashed before storage, never logged", false),
+    c("AUTH-1", "missing or invalid token: 401 with resource metadata", false),
+    c("AUTH-2", "token for another audience refused", false),
+    c("AUTH-3", "missing scope: MCP_SCOPE_REQUIRED with required_scope", false),
+    c("AUTH-4", "foreign and absent restaurants indistinguishable", false),
+    c("AUTH-5", "child resources through the wrong restaurant: not found", false),
+    c("AUTH-6", "role too low: forbidden", false),
+    c("AUTH-7", "memberships read at call time", false),
+    c("AUTH-8", "check order", false),
+    c("ABS-1", "no tool for deliberately absent operations", false),
+    c("ABS-2", "no combination of tools reaches them", false),
+    c("SEC-1", "sensitive values never reach logs", false),
+    c("SEC-2", "internal errors leak no detail", false),
+];
+
+pub fn find(id: &str) -> Option<&'static Clause> {
+    CLAUSES.iter().find(|c| c.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The list above is CONTRACT.md's list: a clause added there must be added here.
+    #[test]
+    fn matches_contract_md() {
+        let text = include_str!("../../docs/CONTRACT.md");
+        let mut in_doc: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("- "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|w| w.contains('-') && w.chars().next().is_some_and(|c| c.is_ascii_uppercase()))
+            .collect();
+        in_doc.dedup();
+        let listed: Vec<&str> = super::CLAUSES.iter().map(|c| c.id).collect();
+        assert_eq!(in_doc, listed);
+    }
+}

@@ -1,0 +1,37 @@
+//! JSON Schema validation (2020-12) with messages that never echo the instance's values (ENV-6).
+
+use serde_json::Value;
+
+/// A compiled schema.
+pub struct Validator(jsonschema::Validator);
+
+impl std::fmt::Debug for Validator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Validator")
+    }
+}
+
+impl Validator {
+    pub fn new(schema: &Value) -> Result<Self, String> {
+        jsonschema::draft202012::new(schema).map(Validator).map_err(|e| e.to_string())
+    }
+
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.0.is_valid(instance)
+    }
+
+    /// Where the instance fails, as JSON pointers and the failing keyword, without values:
+    /// safe to put in an error message or a report.
+    pub fn failures(&self, instance: &Value) -> Vec<String> {
+        self.0
+            .iter_errors(instance)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                let kw = e.schema_path().to_string();
+                let kw = kw.rsplit('/').next().unwrap_or_default().to_owned();
+                format!("{} fails `{}`", if at.is_empty() { "/" } else { &at }, kw)
+            })
+            .collect()
+    }
+}
