@@ -81,8 +81,7 @@ pub fn parse(structured: &Value) -> Result<Parsed, String> {
     let data = structured.get("data").ok_or("structuredContent has no `data`")?;
     let meta = structured.get("meta").ok_or("structuredContent has no `meta`")?;
     if let Some(err) = data.get("error") {
-        let body: ErrorBody =
-            serde_json::from_value(err.clone()).map_err(|e| format!("data.error: {e}"))?;
+        let body: ErrorBody = serde_json::from_value(err.clone()).map_err(|e| format!("data.error: {e}"))?;
         let meta_id = meta.get("request_id").and_then(Value::as_str);
         if meta_id != Some(body.request_id.as_str()) {
             return Err("data.error.request_id differs from meta.request_id".into());

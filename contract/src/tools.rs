@@ -226,10 +226,9 @@ impl ToolName {
         let rid = || id("rst");
         let mut schema = match self {
             ListOrganizations => paged(json!({}), &[]),
-            ListRestaurants => paged(
-                json!({ "organization_id": id("org"), "status": enum_of(&RESTAURANT_STATUSES) }),
-                &[],
-            ),
+            ListRestaurants => {
+                paged(json!({ "organization_id": id("org"), "status": enum_of(&RESTAURANT_STATUSES) }), &[])
+            }
             GetRestaurant => object(json!({ "restaurant_id": rid() }), &["restaurant_id"]),
             ListOrders => paged(
                 json!({
@@ -323,7 +322,8 @@ impl ToolName {
     /// The `data` of a success.
     fn data_schema(self) -> Value {
         use ToolName::*;
-        let list = |key: &str, item: Value| object(json!({ key: { "type": "array", "items": item } }), &[key]);
+        let list =
+            |key: &str, item: Value| object(json!({ key: { "type": "array", "items": item } }), &[key]);
         let one = |key: &str, item: Value| object(json!({ key: item }), &[key]);
         match self {
             ListOrganizations => list("organizations", organization()),
@@ -449,7 +449,19 @@ fn order() -> Value {
             "total_cents": {"type": "integer", "minimum": 0}, "currency": {"type": "string"},
             "notes": {"type": "string"}, "created_at": timestamp(), "updated_at": timestamp(),
         }),
-        &["id", "restaurant_id", "status", "channel", "customer_name", "items", "total_cents", "currency", "notes", "created_at", "updated_at"],
+        &[
+            "id",
+            "restaurant_id",
+            "status",
+            "channel",
+            "customer_name",
+            "items",
+            "total_cents",
+            "currency",
+            "notes",
+            "created_at",
+            "updated_at",
+        ],
     )
 }
 
@@ -461,7 +473,16 @@ fn conversation() -> Value {
             "message_count": {"type": "integer", "minimum": 0}, "last_message_at": timestamp(),
             "created_at": timestamp(),
         }),
-        &["id", "restaurant_id", "status", "channel", "customer_name", "message_count", "last_message_at", "created_at"],
+        &[
+            "id",
+            "restaurant_id",
+            "status",
+            "channel",
+            "customer_name",
+            "message_count",
+            "last_message_at",
+            "created_at",
+        ],
     )
 }
 

@@ -1,1 +1,49 @@
-//! placeholder
+//! The Chataigne reference MCP server: every clause of the contract, in memory, over Streamable
+//! HTTP at `/mcp` and over stdio. `main.rs` parses flags; everything else lives here so tests and
+//! the conformance runner start the very same server with [`run`].
+
+pub mod app;
+pub mod auth;
+mod canonical;
+pub mod clock;
+pub mod control;
+pub mod cursor;
+pub mod defects;
+pub mod error;
+pub mod faults;
+mod handler;
+pub mod http;
+pub mod idempotency;
+pub mod logging;
+pub mod pipeline;
+pub mod ratelimit;
+pub mod store;
+pub mod tools;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use app::{App, Config};
+pub use defects::Defect;
+
+/// A persona's static development token is this prefix plus the persona's name.
+pub const DEV_TOKEN_PREFIX: &str = "dev-token-";
+
+/// The published dataset, embedded so the binary runs anywhere.
+pub const EMBEDDED_DATASET: &str = include_str!("../../fixtures/dataset.json");
+
+/// Serve Streamable HTTP on `listener` until `shutdown` resolves; in-flight calls finish first.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let app = Arc::new(App::new(config)?);
+    http::serve(listener, app, shutdown).await
+}
+
+/// Serve one MCP session over stdin/stdout; the token comes from the environment (AUTH-1).
+pub async fn run_stdio(config: Config, token: Option<String>) -> anyhow::Result<()> {
+    let app = Arc::new(App::new(config)?);
+    handler::serve_stdio(app, token).await
+}

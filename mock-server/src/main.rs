@@ -1,1 +1,172 @@
-fn main() {}
+//! `chataigne-mock`: flags, logging, then the library's `run` or `run_stdio`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use chataigne_contract::dataset::Dataset;
+use clap::{Parser, Subcommand};
+use mock_server::faults::Deadlines;
+use mock_server::logging::{self, Format};
+use mock_server::{Config, Defect, auth};
+
+#[derive(Parser)]
+#[command(name = "chataigne-mock", version, about = "The Chataigne reference MCP server (in memory)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Serve Streamable HTTP at http://ADDR/mcp.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Serve MCP over stdin/stdout instead; the token comes from CHATAIGNE_TOKEN.
+    #[arg(long)]
+    stdio: bool,
+    /// Load this dataset instead of the embedded one (same format as fixtures/dataset.json).
+    #[arg(long)]
+    dataset: Option<PathBuf>,
+    /// Serve the control API under /control (reset, clock, faults, deadlines).
+    #[arg(long)]
+    control_api: bool,
+    /// Secret the control API requires in `x-control-secret`.
+    #[arg(long, env = "CHATAIGNE_CONTROL_SECRET", default_value = "dev-control-secret")]
+    control_secret: String,
+    /// Switch on a deliberate defect (see `chataigne-mock defects`); repeatable.
+    #[arg(long = "defect", value_name = "NAME")]
+    defects: Vec<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: Format,
+    /// Append logs to this file instead of stderr.
+    #[arg(long)]
+    log_file: Option<PathBuf>,
+    #[arg(long, default_value_t = 15_000)]
+    read_deadline_ms: u64,
+    #[arg(long, default_value_t = 30_000)]
+    analytics_deadline_ms: u64,
+    #[arg(long, default_value_t = 20_000)]
+    write_deadline_ms: u64,
+    /// A browser origin allowed besides loopback ones (e.g. https://app.example.com); repeatable.
+    #[arg(long = "allowed-origin")]
+    allowed_origins: Vec<String>,
+    /// A Host allowed besides loopback ones; repeatable.
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
+    /// Accept any Host (behind a trusted reverse proxy only).
+    #[arg(long)]
+    any_host: bool,
+    /// Public base URL, for the OAuth resource metadata (default: from the Host header).
+    #[arg(long)]
+    public_url: Option<String>,
+    /// Secret for cursors and idempotency key hashes (replicas must share it; default random).
+    #[arg(long, env = "CHATAIGNE_SECRET")]
+    secret: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the dataset's personas with their development tokens.
+    Personas {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the deliberate defect modes and the clause each breaks.
+    Defects {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let dataset = match &cli.dataset {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Dataset::from_json(&text).with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => Config::embedded().dataset,
+    };
+    match &cli.command {
+        Some(Command::Personas { json }) => return print_personas(&dataset, *json),
+        Some(Command::Defects { json }) => return print_defects(*json),
+        None => {}
+    }
+    let defects = cli
+        .defects
+        .iter()
+        .map(|name| {
+            Defect::parse(name)
+                .with_context(|| format!("unknown defect `{name}` (see `chataigne-mock defects`)"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let config = Config {
+        control_secret: cli.control_api.then(|| cli.control_secret.clone()),
+        defects,
+        deadlines: Deadlines {
+            read_ms: cli.read_deadline_ms,
+            analytics_ms: cli.analytics_deadline_ms,
+            write_ms: cli.write_deadline_ms,
+        },
+        allowed_origins: cli.allowed_origins.clone(),
+        allowed_hosts: (!cli.any_host).then(|| cli.allowed_hosts.clone()),
+        public_url: cli.public_url.clone(),
+        secret: cli.secret.clone(),
+        ..Config::new(dataset)
+    };
+    logging::init(cli.log_format, cli.log_file.as_deref())?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    if cli.stdio {
+        return runtime.block_on(mock_server::run_stdio(config, std::env::var("CHATAIGNE_TOKEN").ok()));
+    }
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("binding {}", cli.listen))?;
+        tracing::info!(address = %listener.local_addr()?, control_api = cli.control_api, "serving http://{}/mcp", listener.local_addr()?);
+        mock_server::run(listener, config, shutdown_signal()).await
+    })
+}
+
+/// SIGTERM or Ctrl-C: stop accepting, let in-flight calls finish.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+fn print_personas(dataset: &Dataset, json: bool) -> anyhow::Result<()> {
+    let personas = auth::persona_tokens(dataset);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&personas)?);
+    } else {
+        for p in personas {
+            let aud = p.audience.map(|a| format!(" (audience {a})")).unwrap_or_default();
+            println!("{:<22} {:<34} {} via {}{aud}", p.persona, p.token, p.user_id, p.client_id);
+        }
+    }
+    Ok(())
+}
+
+fn print_defects(json: bool) -> anyhow::Result<()> {
+    if json {
+        let list: Vec<_> = Defect::ALL
+            .iter()
+            .map(|d| serde_json::json!({ "name": d.name(), "clause": d.clause(), "description": d.description() }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else {
+        for d in Defect::ALL {
+            println!("{:<30} {:<8} {}", d.name(), d.clause(), d.description());
+        }
+    }
+    Ok(())
+}

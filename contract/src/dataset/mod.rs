@@ -1,9 +1,16 @@
 //! The conformance dataset's types (§12): what `fixtures/dataset.json` holds. The reference server
-//! loads it; the suite reads it to know which IDs and counts to expect.
+//! loads it; the suite reads it to know which IDs and counts to expect. The fixture itself is
+//! written by [`generate`] (see `generate.rs`), and a test keeps the two equal.
 
 use serde::{Deserialize, Serialize};
 
 use crate::Role;
+
+mod generate;
+#[cfg(test)]
+mod tests;
+
+pub use generate::{generate, synthetic_orders};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dataset {

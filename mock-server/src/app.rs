@@ -1,0 +1,123 @@
+//! The application state every transport shares, and its configuration.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use chataigne_contract::ToolName;
+use chataigne_contract::dataset::Dataset;
+use chataigne_contract::schema::Validator;
+
+use crate::auth::Tokens;
+use crate::clock::Clock;
+use crate::cursor::CursorCodec;
+use crate::defects::{Defect, Defects};
+use crate::faults::{Deadlines, Faults};
+use crate::idempotency::{IdempotencyStore, KeyHasher, MemoryStore};
+use crate::ratelimit::{MemoryLimiter, RateLimiter};
+use crate::store::Store;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub dataset: Dataset,
+    /// `Some`: the control API is served under `/control`, refused without this secret.
+    pub control_secret: Option<String>,
+    pub defects: Vec<Defect>,
+    pub deadlines: Deadlines,
+    /// Browser origins allowed besides loopback ones (PROTO-5).
+    pub allowed_origins: Vec<String>,
+    /// `Host` values allowed besides loopback ones; `None` disables the check (behind a proxy).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Public base URL (e.g. `https://mcp.example.com`), for the resource metadata; default: from
+    /// the request's `Host`.
+    pub public_url: Option<String>,
+    /// Secret for cursor MACs and key hashes; random by default. Replicas must share it.
+    pub secret: Option<String>,
+}
+
+impl Config {
+    pub fn new(dataset: Dataset) -> Config {
+        Config {
+            dataset,
+            control_secret: None,
+            defects: Vec::new(),
+            deadlines: Deadlines::default(),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Some(Vec::new()),
+            public_url: None,
+            secret: None,
+        }
+    }
+
+    /// The embedded dataset.
+    pub fn embedded() -> Config {
+        Config::new(Dataset::from_json(crate::EMBEDDED_DATASET).expect("the embedded dataset parses"))
+    }
+
+    /// The embedded dataset with the control API on: what tests and `--embedded` runs use.
+    pub fn for_tests(control_secret: &str) -> Config {
+        Config { control_secret: Some(control_secret.to_owned()), ..Config::embedded() }
+    }
+}
+
+#[derive(Debug)]
+pub struct App {
+    pub config: Config,
+    pub store: Store,
+    pub clock: Clock,
+    pub idempotency: Box<dyn IdempotencyStore>,
+    pub keys: KeyHasher,
+    pub rate: Box<dyn RateLimiter>,
+    pub cursors: CursorCodec,
+    pub faults: Faults,
+    pub deadlines: RwLock<Deadlines>,
+    pub tokens: Tokens,
+    pub defects: Defects,
+    inputs: HashMap<ToolName, Validator>,
+}
+
+impl App {
+    pub fn new(config: Config) -> anyhow::Result<App> {
+        let secret = match &config.secret {
+            Some(s) => s.as_bytes().to_vec(),
+            None => rand::random::<[u8; 32]>().to_vec(),
+        };
+        let defects = Defects::new(&config.defects);
+        let inputs = ToolName::ALL
+            .iter()
+            .map(|t| Ok((*t, Validator::new(&defects.input_schema(*t)).map_err(anyhow::Error::msg)?)))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(App {
+            store: Store::new(&config.dataset),
+            clock: Clock::default(),
+            idempotency: Box::new(MemoryStore::default()),
+            keys: KeyHasher::new(&secret),
+            rate: Box::new(MemoryLimiter::default()),
+            cursors: CursorCodec::new(&secret),
+            faults: Faults::default(),
+            deadlines: RwLock::new(config.deadlines),
+            tokens: Tokens::from_dataset(&config.dataset),
+            defects,
+            inputs,
+            config,
+        })
+    }
+
+    /// The validator of the very schema `tools/list` publishes.
+    pub fn input_validator(&self, tool: ToolName) -> &Validator {
+        &self.inputs[&tool]
+    }
+
+    pub fn deadlines(&self) -> Deadlines {
+        *self.deadlines.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Back to the state at start: data, keys, windows, faults, deadlines, clock.
+    pub fn reset(&self) {
+        self.store.reset(&self.config.dataset);
+        self.idempotency.clear();
+        self.rate.clear();
+        self.faults.clear();
+        *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = self.config.deadlines;
+        self.clock.reset();
+    }
+}

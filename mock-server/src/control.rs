@@ -1,0 +1,168 @@
+//! The control API (`--control-api`): reset, virtual clock, fault injection, deadlines,
+//! membership revocation and order arrival, so a conformance run tests time and failures in
+//! seconds. Off by default; every route needs `x-control-secret`. Documented in docs/CONTROL_API.md.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chataigne_contract::dataset::{Order, OrderItem};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::faults::Fault;
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(capabilities))
+        .route("/reset", post(reset))
+        .route("/clock", get(clock))
+        .route("/clock/advance", post(advance))
+        .route("/faults", get(list_faults).post(set_fault).delete(clear_faults))
+        .route("/deadlines", get(deadlines).post(set_deadlines))
+        .route("/memberships/revoke", post(revoke))
+        .route("/memberships/restore", post(restore))
+        .route("/orders", post(new_order))
+        .layer(from_fn_with_state(app.clone(), secret))
+        .with_state(app)
+}
+
+async fn secret(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let given = request.headers().get("x-control-secret").and_then(|v| v.to_str().ok());
+    match (&app.config.control_secret, given) {
+        (Some(expected), Some(given)) if expected == given => next.run(request).await,
+        _ => (StatusCode::UNAUTHORIZED, "control API: missing or wrong x-control-secret").into_response(),
+    }
+}
+
+async fn capabilities() -> Json<Value> {
+    Json(json!({ "capabilities": ["reset", "clock", "faults", "deadlines", "memberships", "orders"] }))
+}
+
+async fn reset(State(app): State<Arc<App>>) -> StatusCode {
+    app.reset();
+    StatusCode::NO_CONTENT
+}
+
+async fn clock(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(
+        json!({ "now": app.clock.now_timestamp(), "now_ms": app.clock.now_ms(), "offset_ms": app.clock.offset_ms() }),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Advance {
+    #[serde(default)]
+    seconds: i64,
+    #[serde(default)]
+    ms: i64,
+}
+
+async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Json<Value> {
+    app.clock.advance_ms(by.seconds.saturating_mul(1000).saturating_add(by.ms));
+    clock(State(app)).await
+}
+
+async fn list_faults(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(json!({ "faults": app.faults.list() }))
+}
+
+async fn set_fault(State(app): State<Arc<App>>, Json(fault): Json<Fault>) -> Response {
+    if chataigne_contract::ToolName::parse(&fault.tool).is_none() {
+        return (StatusCode::BAD_REQUEST, "unknown tool").into_response();
+    }
+    app.faults.set(fault);
+    list_faults(State(app)).await.into_response()
+}
+
+async fn clear_faults(State(app): State<Arc<App>>) -> StatusCode {
+    app.faults.clear();
+    StatusCode::NO_CONTENT
+}
+
+async fn deadlines(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(json!(app.deadlines()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeadlinePatch {
+    read_ms: Option<u64>,
+    analytics_ms: Option<u64>,
+    write_ms: Option<u64>,
+}
+
+async fn set_deadlines(State(app): State<Arc<App>>, Json(patch): Json<DeadlinePatch>) -> Json<Value> {
+    {
+        let mut d = app.deadlines.write().unwrap_or_else(|e| e.into_inner());
+        d.read_ms = patch.read_ms.unwrap_or(d.read_ms);
+        d.analytics_ms = patch.analytics_ms.unwrap_or(d.analytics_ms);
+        d.write_ms = patch.write_ms.unwrap_or(d.write_ms);
+    }
+    deadlines(State(app)).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MembershipRef {
+    user_id: String,
+    organization_id: String,
+}
+
+fn set_revoked(app: &App, m: &MembershipRef, revoked: bool) -> StatusCode {
+    let mut data = app.store.write();
+    let mut found = false;
+    for membership in data
+        .memberships
+        .iter_mut()
+        .filter(|x| x.user_id == m.user_id && x.organization_id == m.organization_id)
+    {
+        membership.revoked = revoked;
+        found = true;
+    }
+    if found { StatusCode::NO_CONTENT } else { StatusCode::NOT_FOUND }
+}
+
+async fn revoke(State(app): State<Arc<App>>, Json(m): Json<MembershipRef>) -> StatusCode {
+    set_revoked(&app, &m, true)
+}
+
+async fn restore(State(app): State<Arc<App>>, Json(m): Json<MembershipRef>) -> StatusCode {
+    set_revoked(&app, &m, false)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewOrder {
+    restaurant_id: String,
+}
+
+/// A new order arrives now (no tool creates orders): lets a run insert during a walk (PAG-4).
+async fn new_order(State(app): State<Arc<App>>, Json(req): Json<NewOrder>) -> Response {
+    let now = app.clock.now_timestamp();
+    let order = Order {
+        id: crate::tools::new_id("ord"),
+        restaurant_id: req.restaurant_id.clone(),
+        status: "received".into(),
+        channel: "app".into(),
+        customer_name: "Walk-in Guest".into(),
+        items: vec![OrderItem { name: "Chestnut soup".into(), quantity: 1, unit_price_cents: 900 }],
+        total_cents: 900,
+        currency: "EUR".into(),
+        notes: String::new(),
+        created_at: now.clone(),
+        updated_at: now,
+    };
+    let mut data = app.store.write();
+    if data.restaurant(&req.restaurant_id).is_none() {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    data.insert_order(order.clone());
+    (StatusCode::CREATED, Json(json!(order))).into_response()
+}

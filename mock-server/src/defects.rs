@@ -1,0 +1,370 @@
+//! Deliberate defect modes (`--defect NAME`), one or more per clause, so CI can prove the suite
+//! fails the right clause for each. The healthy code asks this one seam at a few named points;
+//! with no defect set every answer here is the healthy one.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use chataigne_contract::dataset::Order;
+use chataigne_contract::{ErrorCode, Role, ToolName};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::auth::Principal;
+use crate::error::ToolError;
+use crate::idempotency::{Claim, Fingerprint, Slot};
+use crate::store::{Data, Key};
+use crate::tools::Output;
+
+macro_rules! defects {
+    ($($variant:ident = $name:literal, $clause:literal, $what:literal;)*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Defect { $($variant,)* }
+
+        impl Defect {
+            pub const ALL: &'static [Defect] = &[$(Defect::$variant,)*];
+            pub fn name(self) -> &'static str { match self { $(Defect::$variant => $name,)* } }
+            /// The clause this defect breaks: the suite must fail it.
+            pub fn clause(self) -> &'static str { match self { $(Defect::$variant => $clause,)* } }
+            pub fn description(self) -> &'static str { match self { $(Defect::$variant => $what,)* } }
+            pub fn parse(name: &str) -> Option<Defect> { match name { $($name => Some(Defect::$variant),)* _ => None } }
+        }
+    };
+}
+
+defects! {
+    OldProtocolOnly = "old-protocol-only", "PROTO-1", "serves only protocol version 2025-03-26";
+    UnknownToolAsMethod = "unknown-tool-as-method", "PROTO-2", "an unknown tool gets -32601 instead of -32602";
+    OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
+    OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
+    OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
+    NoTextSummary = "no-text-summary", "ENV-1", "successes carry no text content block";
+    NoRequestIdHeader = "no-request-id-header", "ENV-2", "no x-request-id header";
+    LongSummary = "long-summary", "ENV-3", "the text summary exceeds 4 KiB";
+    ErrorWithoutRequestId = "error-without-request-id", "ENV-4", "errors carry a different request_id in data.error";
+    WrongCategory = "wrong-category", "ENV-5", "MCP_CURSOR_INVALID reported with category conflict";
+    ErrorEchoesArguments = "error-echoes-arguments", "ENV-6", "validation errors echo the arguments";
+    DefaultPage25 = "default-page-25", "PAG-1", "lists return 25 items by default";
+    LimitUnchecked = "limit-unchecked", "PAG-2", "limit up to 500 accepted";
+    CursorOnLastPage = "cursor-on-last-page", "PAG-3", "the last page still has a next_cursor";
+    PageOverlap = "page-overlap", "PAG-4", "each page starts at the previous page's last item (duplicates)";
+    CursorUnsigned = "cursor-unsigned", "PAG-5", "a tampered cursor is accepted";
+    CursorUnbound = "cursor-unbound", "PAG-6", "a cursor works with other filters, tools, clients and users";
+    CursorCarriesAuthority = "cursor-carries-authority", "PAG-7", "a next page skips the membership check";
+    MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
+    AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
+    NoRateLimit = "no-rate-limit", "LIM-2", "no rate limit";
+    RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
+    ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
+    NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
+    HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
+    BodyUnbounded = "body-unbounded", "LIM-7", "request bodies over 1 MiB are accepted";
+    PreconditionOptional = "precondition-optional", "PRE-1", "expected_status may be omitted";
+    ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
+    LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
+    NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
+    KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
+    ReplayNotFlagged = "replay-not-flagged", "IDEM-2", "a replay says replayed: false";
+    MismatchReplayed = "mismatch-replayed", "IDEM-3", "a key reused with other arguments replays";
+    DuplicatesExecuted = "duplicates-executed", "IDEM-4", "concurrent duplicates all run";
+    KeyNotScopedByClient = "key-not-scoped-by-client", "IDEM-5", "keys are shared across OAuth clients";
+    KeysNeverExpire = "keys-never-expire", "IDEM-6", "keys replay forever";
+    FailuresStored = "failures-stored", "IDEM-7", "a failed call keeps its key";
+    RawKeyLogged = "raw-key-logged", "IDEM-8", "idempotency keys are written to the log";
+    NoAuthentication = "no-authentication", "AUTH-1", "a request without a token is served as the owner";
+    AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
+    ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
+    ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
+    ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order is found through any restaurant";
+    RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
+    RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
+    OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
+    CancelToolExposed = "cancel-tool-exposed", "ABS-1", "a cancel_order tool is listed";
+    CancelStatusAccepted = "cancel-status-accepted", "ABS-2", "update_order_status accepts cancelled";
+    MessageTextLogged = "message-text-logged", "SEC-1", "message texts are written to the log";
+    InternalErrorLeaks = "internal-error-leaks", "SEC-2", "internal errors carry a stack trace";
+}
+
+/// The defects switched on.
+#[derive(Debug, Default, Clone)]
+pub struct Defects(BTreeSet<Defect>);
+
+/// Returned by `idempotency_slot` never; named so tests can reason about slots.
+impl Defects {
+    pub fn new(list: &[Defect]) -> Defects {
+        Defects(list.iter().copied().collect())
+    }
+
+    pub fn has(&self, d: Defect) -> bool {
+        self.0.contains(&d)
+    }
+
+    pub fn any(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    // --- protocol and envelope ---
+
+    pub fn resolve_tool(&self, name: &str) -> Option<ToolName> {
+        ToolName::parse(name)
+    }
+
+    /// The input schema to publish and validate against.
+    pub fn input_schema(&self, tool: ToolName) -> Value {
+        let mut s = tool.input_schema();
+        let props = |s: &mut Value, f: &dyn Fn(&mut Value)| f(&mut s["properties"]);
+        if self.has(Defect::OpenInputSchemas) {
+            s["additionalProperties"] = Value::Bool(true);
+        }
+        if self.has(Defect::LimitUnchecked) && s["properties"].get("limit").is_some() {
+            props(&mut s, &|p| p["limit"]["maximum"] = 500.into());
+        }
+        if self.has(Defect::AnalyticsUnbounded) && tool == ToolName::GetAnalytics {
+            props(&mut s, &|p| {
+                p["metrics"]["maxItems"] = 10.into();
+                p["metrics"]["uniqueItems"] = false.into();
+            });
+        }
+        let drop_required = |s: &mut Value, name: &str| {
+            if let Some(req) = s["required"].as_array_mut() {
+                req.retain(|r| r != name);
+            }
+        };
+        if self.has(Defect::PreconditionOptional) {
+            drop_required(&mut s, "expected_status");
+        }
+        if self.has(Defect::KeyOptional) {
+            drop_required(&mut s, "idempotency_key");
+        }
+        if self.has(Defect::CancelStatusAccepted) && tool == ToolName::UpdateOrderStatus {
+            props(&mut s, &|p| {
+                if let Some(e) = p["status"]["enum"].as_array_mut() {
+                    e.push("cancelled".into());
+                }
+            });
+        }
+        s
+    }
+
+    pub fn skips_limits(&self, tool: ToolName) -> bool {
+        self.has(Defect::AnalyticsUnbounded) && tool == ToolName::GetAnalytics
+    }
+
+    /// Extra tools/list entries (ABS-1's defect).
+    pub fn extra_tools(&self) -> Vec<Value> {
+        if !self.has(Defect::CancelToolExposed) {
+            return Vec::new();
+        }
+        vec![serde_json::json!({
+            "name": "cancel_order", "description": "Cancel an order.",
+            "inputSchema": { "type": "object", "properties": {}, "additionalProperties": false },
+        })]
+    }
+
+    pub fn replayed(&self, mut out: Output) -> Output {
+        if self.has(Defect::ReplayNotFlagged) {
+            out.replayed = false;
+        }
+        out
+    }
+
+    /// Rewrites a finished envelope (the envelope-level defects).
+    pub fn envelope(&self, structured: &mut Value, summary: &mut Option<String>, args: &Value) {
+        if self.has(Defect::NoTextSummary) {
+            *summary = None;
+        }
+        if self.has(Defect::LongSummary) {
+            if let Some(s) = summary {
+                s.push_str(&" (details)".repeat(500));
+            }
+        }
+        if let Some(err) = structured.pointer_mut("/data/error") {
+            if self.has(Defect::ErrorWithoutRequestId) {
+                err["request_id"] = "req_0000000000000000".into();
+            }
+            if self.has(Defect::WrongCategory) && err["code"] == "MCP_CURSOR_INVALID" {
+                err["category"] = "conflict".into();
+            }
+            if self.has(Defect::ErrorEchoesArguments) && err["code"] == "MCP_INVALID_ARGUMENTS" {
+                err["message"] =
+                    format!("invalid arguments: {}", args.to_string().chars().take(400).collect::<String>())
+                        .into();
+            }
+            if self.has(Defect::InternalErrorLeaks) && err["code"] == "MCP_INTERNAL_ERROR" {
+                err["message"] = "thread 'tokio-runtime-worker' panicked at src/store.rs:88: called `Result::unwrap()` on an `Err` value: Io(\"/var/lib/chataigne/db.sqlite\")".into();
+            }
+        }
+        if self.has(Defect::OutputOffSchema) {
+            if let Some(orders) = structured.pointer_mut("/data/orders").and_then(Value::as_array_mut) {
+                for o in orders {
+                    o["total_cents"] = o["total_cents"].to_string().into();
+                }
+            }
+        }
+    }
+
+    pub fn internal_error_code(&self) -> ErrorCode {
+        ErrorCode::InternalError
+    }
+
+    // --- authentication and authorization ---
+
+    pub fn ignores_roles(&self) -> bool {
+        self.has(Defect::RolesIgnored)
+    }
+
+    pub fn ignores_scopes(&self) -> bool {
+        self.has(Defect::ScopesIgnored)
+    }
+
+    pub fn role_for_restaurant(&self, data: &Data, user: &str, rid: &str) -> Option<Role> {
+        if self.has(Defect::RevocationIgnored) {
+            let r = data.restaurant(rid)?;
+            return data
+                .memberships
+                .iter()
+                .filter(|m| m.user_id == user && m.organization_id == r.organization_id)
+                .map(|m| m.role)
+                .max();
+        }
+        data.role_for_restaurant(user, rid)
+    }
+
+    /// AUTH-4's defect: absent and foreign told apart.
+    pub fn absent_target(&self, data: &Data, rid: &str) -> Option<ToolError> {
+        (self.has(Defect::ExistenceOracle) && data.restaurant(rid).is_none())
+            .then(|| ErrorCode::ResourceNotFound.into())
+    }
+
+    pub fn order<'a>(&self, data: &'a Data, rid: &str, oid: &str) -> Option<&'a Order> {
+        if self.has(Defect::ForeignChildVisible) {
+            return data.orders.values().flat_map(|m| m.values()).find(|o| o.id == oid);
+        }
+        data.order(rid, oid)
+    }
+
+    // --- pagination ---
+
+    pub fn default_limit(&self, healthy: usize) -> usize {
+        if self.has(Defect::DefaultPage25) { 25 } else { healthy }
+    }
+
+    pub fn default_message_limit(&self, healthy: usize) -> usize {
+        if self.has(Defect::MessagesUnbounded) { 150 } else { healthy }
+    }
+
+    pub fn no_truncation(&self) -> bool {
+        self.has(Defect::NoTruncation) || self.has(Defect::HugeOutput)
+    }
+
+    pub fn filters_digest(&self, healthy: [u8; 32]) -> [u8; 32] {
+        if self.has(Defect::CursorUnbound) { [0; 32] } else { healthy }
+    }
+
+    /// PAG-5's and PAG-6's defects: a cursor that fails the MAC or binding is still read.
+    pub fn accept_any_cursor(&self, cursor: &str) -> Option<Key> {
+        if !(self.has(Defect::CursorUnsigned) || self.has(Defect::CursorUnbound)) {
+            return None;
+        }
+        use base64::Engine;
+        let body = cursor.split('.').next()?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(body).ok();
+        let parsed: Option<Value> = bytes.and_then(|b| serde_json::from_slice(&b).ok());
+        match parsed {
+            Some(p) => Some((p["ts"].as_str()?.to_owned(), p["id"].as_str()?.to_owned())),
+            // An unreadable cursor restarts from the top instead of being refused.
+            None => Some(("9999".into(), String::new())),
+        }
+    }
+
+    pub fn page_start(&self, key: Key) -> Bound<Key> {
+        if self.has(Defect::PageOverlap) { Bound::Included(key) } else { Bound::Excluded(key) }
+    }
+
+    pub fn cursor_on_last_page(&self) -> bool {
+        self.has(Defect::CursorOnLastPage)
+    }
+
+    pub fn cursor_skips_access(&self) -> bool {
+        self.has(Defect::CursorCarriesAuthority)
+    }
+
+    // --- limits ---
+
+    pub fn rate_disabled(&self) -> bool {
+        self.has(Defect::NoRateLimit)
+    }
+
+    pub fn rate_client(&self, client: &str) -> String {
+        if self.has(Defect::RateLimitPerUser) { String::new() } else { client.to_owned() }
+    }
+
+    pub fn rate_tool(&self, tool: &'static str) -> &'static str {
+        tool
+    }
+
+    pub fn read_timeout_code(&self) -> ErrorCode {
+        if self.has(Defect::ReadTimeoutAsOutcomeUnknown) {
+            ErrorCode::OutcomeUnknown
+        } else {
+            ErrorCode::ToolTimeout
+        }
+    }
+
+    pub fn body_limit(&self) -> usize {
+        if self.has(Defect::BodyUnbounded) { 64 * 1024 * 1024 } else { chataigne_contract::MAX_BODY_BYTES }
+    }
+
+    // --- preconditions ---
+
+    pub fn ignores_expected_status(&self) -> bool {
+        self.has(Defect::ExpectedStatusIgnored) || self.has(Defect::PreconditionOptional)
+    }
+
+    pub fn ignores_lifecycle(&self) -> bool {
+        self.has(Defect::LifecycleUnchecked) || self.has(Defect::CancelStatusAccepted)
+    }
+
+    pub fn no_compare_and_set(&self) -> bool {
+        self.has(Defect::NoCompareAndSet)
+            || self.has(Defect::ExpectedStatusIgnored)
+            || self.has(Defect::PreconditionOptional)
+    }
+
+    // --- idempotency ---
+
+    pub fn idempotency_slot(&self, app: &App, p: &Principal, tool: &str, key: &str) -> Slot {
+        let client = if self.has(Defect::KeyNotScopedByClient) { "" } else { p.client_id.as_str() };
+        app.keys.slot(client, &p.user_id, tool, key)
+    }
+
+    pub fn fingerprint(&self, healthy: Fingerprint) -> Fingerprint {
+        if self.has(Defect::MismatchReplayed) { [0; 32] } else { healthy }
+    }
+
+    pub fn adjust_claim(&self, claim: Claim) -> Claim {
+        match claim {
+            Claim::InProgress { .. } if self.has(Defect::DuplicatesExecuted) => Claim::Fresh,
+            other => other,
+        }
+    }
+
+    /// The clock the idempotency store sees.
+    pub fn idempotency_now(&self, healthy: i64) -> i64 {
+        if self.has(Defect::KeysNeverExpire) { 0 } else { healthy }
+    }
+
+    pub fn keeps_failed_keys(&self) -> bool {
+        self.has(Defect::FailuresStored)
+    }
+
+    // --- protocol ---
+
+    pub fn protocol_versions(&self) -> Vec<rmcp::model::ProtocolVersion> {
+        use rmcp::model::ProtocolVersion as V;
+        if self.has(Defect::OldProtocolOnly) {
+            return vec![V::V_2025_03_26];
+        }
+        vec![V::V_2025_06_18, V::V_2025_11_25, V::V_2026_07_28]
+    }
+}

@@ -1,0 +1,214 @@
+//! The MCP face of the server (rmcp's `ServerHandler`): `tools/list` from the contract's
+//! catalogue, `tools/call` through the pipeline, and the one place a tool outcome becomes the
+//! contract's envelope. Also the per-call log line, which names no argument (SEC-1).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use chataigne_contract::envelope::{self, Meta};
+use chataigne_contract::{MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES, ToolName};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode as RpcCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::auth::Principal;
+use crate::defects::Defect;
+use crate::error::ToolError;
+use crate::pipeline::{self, Outcome, UnknownTool};
+
+/// The request ID the HTTP gate minted, so the header and the envelope agree (ENV-2).
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+pub fn new_request_id() -> String {
+    use rand::Rng;
+    use rand::distr::Alphanumeric;
+    let tail: String = rand::rng().sample_iter(&Alphanumeric).take(20).map(char::from).collect();
+    format!("req_{tail}")
+}
+
+#[derive(Clone)]
+pub struct Handler {
+    app: Arc<App>,
+    /// stdio only: the principal of `CHATAIGNE_TOKEN`, if valid.
+    stdio_principal: Option<Principal>,
+}
+
+impl Handler {
+    pub fn http(app: Arc<App>) -> Handler {
+        Handler { app, stdio_principal: None }
+    }
+}
+
+pub async fn serve_stdio(app: Arc<App>, token: Option<String>) -> anyhow::Result<()> {
+    let stdio_principal = token.and_then(|t| app.tokens.check(&t));
+    let service = Handler { app, stdio_principal }.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}
+
+/// The tools/list entries: the contract's descriptors, as published and validated.
+pub fn tool_descriptors(app: &App) -> Vec<Value> {
+    let mut tools: Vec<Value> = ToolName::ALL
+        .iter()
+        .map(|t| {
+            let mut d = t.descriptor();
+            d["inputSchema"] = app.defects.input_schema(*t);
+            d
+        })
+        .collect();
+    tools.extend(app.defects.extra_tools());
+    tools
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("chataigne-mock", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Chataigne restaurant tools. Lists page with meta.next_cursor; writes need expected_status \
+                 or an idempotency_key. Keep meta.request_id to report a problem.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Owned(self.app.defects.protocol_versions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = tool_descriptors(&self.app)
+            .into_iter()
+            .map(serde_json::from_value::<Tool>)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| ErrorData::internal_error("tool catalogue", None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let parts = context.extensions.get::<http::request::Parts>();
+        let principal = match parts {
+            Some(parts) => parts.extensions.get::<Principal>().cloned(),
+            None => self.stdio_principal.clone(),
+        };
+        let request_id =
+            parts.and_then(|p| p.extensions.get::<RequestId>()).map_or_else(new_request_id, |r| r.0.clone());
+        let started = Instant::now();
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let outcome = pipeline::call(&self.app, principal.as_ref(), &request.name, request.arguments).await;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(UnknownTool) => {
+                log_call(
+                    &self.app,
+                    &request_id,
+                    "unknown",
+                    principal.as_ref(),
+                    "unknown_tool",
+                    started,
+                    &args,
+                );
+                return Err(if self.app.defects.has(Defect::UnknownToolAsMethod) {
+                    ErrorData::new(RpcCode::METHOD_NOT_FOUND, "unknown tool", None)
+                } else {
+                    // PROTO-2: the tool name is a parameter; the name is not echoed.
+                    ErrorData::invalid_params("unknown tool", None)
+                });
+            }
+        };
+        let outcome_name = match &outcome {
+            Ok(_) => "ok",
+            Err(e) => e.code.as_str(),
+        };
+        log_call(&self.app, &request_id, &request.name, principal.as_ref(), outcome_name, started, &args);
+        Ok(to_result(&self.app, &request_id, outcome, &args).into())
+    }
+}
+
+/// The one place an outcome becomes the envelope (ENV-1, ENV-4) and its limits hold (ENV-3).
+pub fn to_result(app: &App, request_id: &str, outcome: Outcome, args: &Value) -> CallToolResult {
+    let (mut structured, summary, is_error) = match outcome {
+        Ok(out) => {
+            let meta = Meta {
+                next_cursor: out.next_cursor,
+                truncated: out.truncated,
+                replayed: out.replayed,
+                ..Meta::new(request_id)
+            };
+            let structured = envelope::success(out.data, &meta);
+            if structured.to_string().len() > MAX_STRUCTURED_BYTES && !app.defects.no_truncation() {
+                error_parts(request_id, ToolError::new(chataigne_contract::ErrorCode::OutputTooLarge))
+            } else {
+                (structured, out.summary, false)
+            }
+        }
+        Err(error) => error_parts(request_id, error),
+    };
+    let mut summary = Some(cut(summary, MAX_SUMMARY_BYTES));
+    app.defects.envelope(&mut structured, &mut summary, args);
+    let mut result = if is_error {
+        CallToolResult::structured_error(structured)
+    } else {
+        CallToolResult::structured(structured)
+    };
+    result.content = summary.into_iter().map(ContentBlock::text).collect();
+    result
+}
+
+fn error_parts(request_id: &str, error: ToolError) -> (Value, String, bool) {
+    let body = error.body(request_id);
+    let summary = format!("{}: {} (request_id {request_id})", body.code, body.message);
+    (envelope::error(&body), summary, true)
+}
+
+/// Cut a text to at most `max` bytes on a character boundary.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// One line per call: who, which tool, how it ended, how long. Never the arguments (SEC-1).
+fn log_call(
+    app: &App,
+    request_id: &str,
+    tool: &str,
+    p: Option<&Principal>,
+    outcome: &str,
+    started: Instant,
+    args: &Value,
+) {
+    let latency_ms = started.elapsed().as_millis() as u64;
+    let client_id = p.map_or("", |p| p.client_id.as_str());
+    let user_id = p.map_or("", |p| p.user_id.as_str());
+    if app.defects.any() {
+        // The defect modes that leak on purpose, so the suite's canary check can catch them.
+        let leaked = |name: &str| args.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
+        if app.defects.has(Defect::RawKeyLogged) {
+            tracing::info!(request_id, idempotency_key = %leaked("idempotency_key"), "idempotency key");
+        }
+        if app.defects.has(Defect::MessageTextLogged) {
+            tracing::info!(request_id, text = %leaked("text"), query = %leaked("query"), "message text");
+        }
+    }
+    tracing::info!(request_id, tool, client_id, user_id, outcome, latency_ms, "tool call");
+}

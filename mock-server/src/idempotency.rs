@@ -1,0 +1,158 @@
+//! Idempotency keys (IDEM-1..8): the semantics written once over a store trait, so the in-memory
+//! store here and a shared store behave the same. Keys are stored only as a keyed hash of
+//! (client, user, tool, key) (IDEM-5, IDEM-8); arguments only as a digest.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+
+/// The stored identity of a key: HMAC of its scope and text, never the raw key.
+pub type Slot = [u8; 32];
+/// Digest of the arguments other than the key.
+pub type Fingerprint = [u8; 32];
+
+/// What a call finds under its key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// No live entry: the caller now owns the key and must `complete` or `release` it.
+    Fresh,
+    /// A stored success to replay (IDEM-2).
+    Replay(Value),
+    /// The key was used with other arguments (IDEM-3).
+    Mismatch,
+    /// The same call is still running (IDEM-4).
+    InProgress { retry_after_ms: u64 },
+}
+
+/// Storage of key states. Implementations make `claim` atomic.
+pub trait IdempotencyStore: Send + Sync + std::fmt::Debug {
+    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim;
+    /// Store a success for 24 h (IDEM-6).
+    fn complete(&self, slot: Slot, fingerprint: Fingerprint, data: Value, now_ms: i64);
+    /// Forget a claim whose call failed: only successes are stored (IDEM-7).
+    fn release(&self, slot: Slot);
+    fn clear(&self);
+    fn len(&self) -> usize;
+}
+
+#[derive(Debug, Clone)]
+enum Entry {
+    Running { fingerprint: Fingerprint },
+    Done { fingerprint: Fingerprint, data: Value, at_ms: i64 },
+}
+
+/// Retry hint while a duplicate runs: about the time a write takes here.
+const IN_PROGRESS_RETRY_MS: u64 = 250;
+
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    entries: Mutex<HashMap<Slot, Entry>>,
+}
+
+impl IdempotencyStore for MemoryStore {
+    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let retention = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
+        match entries.get(&slot) {
+            Some(Entry::Done { at_ms, .. }) if now_ms - at_ms >= retention => {}
+            Some(Entry::Done { fingerprint: f, data, .. }) => {
+                return if *f == fingerprint { Claim::Replay(data.clone()) } else { Claim::Mismatch };
+            }
+            Some(Entry::Running { fingerprint: f, .. }) => {
+                return if *f == fingerprint {
+                    Claim::InProgress { retry_after_ms: IN_PROGRESS_RETRY_MS }
+                } else {
+                    Claim::Mismatch
+                };
+            }
+            None => {}
+        }
+        entries.insert(slot, Entry::Running { fingerprint });
+        Claim::Fresh
+    }
+
+    fn complete(&self, slot: Slot, fingerprint: Fingerprint, data: Value, now_ms: i64) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.insert(slot, Entry::Done { fingerprint, data, at_ms: now_ms });
+    }
+
+    fn release(&self, slot: Slot) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(entries.get(&slot), Some(Entry::Running { .. })) {
+            entries.remove(&slot);
+        }
+    }
+
+    fn clear(&self) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// Hashes keys with the server's secret; the raw key never leaves this function.
+#[derive(Clone)]
+pub struct KeyHasher {
+    secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for KeyHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyHasher")
+    }
+}
+
+impl KeyHasher {
+    pub fn new(secret: &[u8]) -> Self {
+        KeyHasher { secret: secret.to_vec() }
+    }
+
+    /// The slot of a key in its scope (client, user, tool) (IDEM-5).
+    pub fn slot(&self, client_id: &str, user_id: &str, tool: &str, key: &str) -> Slot {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("any key length");
+        for part in [client_id, user_id, tool, key] {
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part.as_bytes());
+        }
+        mac.finalize().into_bytes().into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lifecycle() {
+        let store = MemoryStore::default();
+        let (slot, fp, other) = ([1; 32], [2; 32], [3; 32]);
+        assert_eq!(store.claim(slot, fp, 0), Claim::Fresh);
+        assert!(matches!(store.claim(slot, fp, 1), Claim::InProgress { .. }));
+        assert_eq!(store.claim(slot, other, 1), Claim::Mismatch);
+        store.complete(slot, fp, json!({"id": 1}), 10);
+        assert_eq!(store.claim(slot, fp, 20), Claim::Replay(json!({"id": 1})));
+        assert_eq!(store.claim(slot, other, 20), Claim::Mismatch);
+        let day = 24 * 3600 * 1000;
+        assert_eq!(store.claim(slot, fp, 10 + day - 60_000), Claim::Replay(json!({"id": 1})));
+        assert_eq!(store.claim(slot, fp, 10 + day + 60_000), Claim::Fresh);
+        store.release(slot);
+        assert_eq!(store.claim(slot, other, 10 + day + 60_000), Claim::Fresh);
+    }
+
+    #[test]
+    fn slots_are_scoped() {
+        let h = KeyHasher::new(b"s");
+        let base = h.slot("cli_a", "usr_a", "send_message", "key-12345");
+        assert_ne!(base, h.slot("cli_b", "usr_a", "send_message", "key-12345"));
+        assert_ne!(base, h.slot("cli_a", "usr_b", "send_message", "key-12345"));
+        assert_ne!(base, h.slot("cli_a", "usr_a", "create_instruction", "key-12345"));
+        // Length-prefixing keeps ("ab","c") and ("a","bc") apart.
+        assert_ne!(h.slot("ab", "c", "t", "k"), h.slot("a", "bc", "t", "k"));
+    }
+}

@@ -1,0 +1,206 @@
+//! The check order of AUTH-8, as one pipeline every tool call goes through, on every transport:
+//!
+//! authentication → tool exists → rate limit → input schema → scope → resource ownership and
+//! membership → role → idempotency → preconditions → effect (under its deadline).
+//!
+//! Each step is one line of [`call`]; a step that fails ends the call with its contract error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chataigne_contract::{ErrorCode, Role, ToolName};
+use serde_json::Value;
+
+use crate::app::App;
+use crate::auth::Principal;
+use crate::defects::Defect;
+use crate::error::ToolError;
+use crate::faults::FaultError;
+use crate::idempotency::{Claim, Fingerprint, Slot};
+use crate::ratelimit::RateKey;
+use crate::tools::{self, Call, Output};
+
+/// The tool name is not one of ours: a JSON-RPC error (-32602), not a tool result (PROTO-2).
+#[derive(Debug, PartialEq, Eq)]
+pub struct UnknownTool;
+
+pub type Outcome = Result<Output, ToolError>;
+
+pub async fn call(
+    app: &Arc<App>,
+    principal: Option<&Principal>,
+    name: &str,
+    args: Option<serde_json::Map<String, Value>>,
+) -> Result<Outcome, UnknownTool> {
+    // 1. Authentication. Over HTTP the middleware already answered 401; here only stdio lands.
+    let Some(principal) = principal else {
+        return Ok(Err(ErrorCode::AuthenticationRequired.into()));
+    };
+    // 2. The tool exists.
+    let tool = app.defects.resolve_tool(name).ok_or(UnknownTool)?;
+    Ok(checked(app, principal, tool, Value::Object(args.unwrap_or_default())).await)
+}
+
+async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Value) -> Outcome {
+    // 3. Rate limit: every call that names a real tool counts, failed ones too (LIM-2).
+    rate_limit(app, principal, tool)?;
+    // 4. Input schema, the very one tools/list publishes, then the limits a schema cannot say.
+    validate(app, tool, &args)?;
+    let role = if app.defects.has(Defect::OwnershipBeforeScope) {
+        let role = tools::access(app, principal, tool, &args)?;
+        scope(app, principal, tool)?;
+        role
+    } else {
+        // 5. Scope.
+        scope(app, principal, tool)?;
+        // 6. Resource ownership and membership, read now (AUTH-4, AUTH-7).
+        tools::access(app, principal, tool, &args)?
+    };
+    // 7. Role.
+    check_role(app, tool, role)?;
+    let call = Call { app: app.clone(), tool, args, principal: principal.clone() };
+    // 8. Idempotency: a replay returns here, after authorization (IDEM-7).
+    let claim = match claim(&call) {
+        Ok(claim) => claim,
+        Err(ClaimEnd::Replay(data)) => return Ok(app.defects.replayed(Output::replayed(tool, data))),
+        Err(ClaimEnd::Refused(error)) => return Err(error),
+    };
+    // 9. Preconditions (PRE-1..3), against the state as observed now.
+    if let Err(e) = tools::check_preconditions(&call) {
+        if let Some(claim) = claim {
+            release(app, claim.slot);
+        }
+        return Err(e);
+    }
+    // 10. Effect, under the tool's deadline (LIM-4).
+    effect(call, claim).await
+}
+
+fn scope(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolError> {
+    if principal.has_scope(tool.scope()) || app.defects.ignores_scopes() {
+        return Ok(());
+    }
+    Err(ToolError { required_scope: Some(tool.scope().to_owned()), ..ErrorCode::ScopeRequired.into() })
+}
+
+fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolError> {
+    if app.defects.rate_disabled() {
+        return Ok(());
+    }
+    let key = RateKey {
+        client_id: app.defects.rate_client(&principal.client_id),
+        user_id: principal.user_id.clone(),
+        tool: app.defects.rate_tool(tool.as_str()),
+    };
+    app.rate
+        .hit(&key, tool.kind().rate_per_minute(), app.clock.now_ms())
+        .map_err(|ms| ToolError::retry_after(ErrorCode::RateLimited, ms))
+}
+
+fn validate(app: &App, tool: ToolName, args: &Value) -> Result<(), ToolError> {
+    let validator = app.input_validator(tool);
+    if !validator.is_valid(args) {
+        return Err(ToolError::invalid(validator.failures(args).join("; ")));
+    }
+    if app.defects.skips_limits(tool) {
+        return Ok(());
+    }
+    tools::validate_limits(tool, args)
+}
+
+fn check_role(app: &App, tool: ToolName, role: Option<Role>) -> Result<(), ToolError> {
+    match (tool.min_role(), role) {
+        (None, _) => Ok(()),
+        (Some(min), Some(role)) if role >= min || app.defects.ignores_roles() => Ok(()),
+        // Tools without a target resource (list_organizations) need no role.
+        (Some(_), None) if !tools::has_target(tool) => Ok(()),
+        _ => Err(ErrorCode::ResourceForbidden.into()),
+    }
+}
+
+/// A key this call now owns.
+#[derive(Debug, Clone, Copy)]
+pub struct Owned {
+    pub slot: Slot,
+    pub fingerprint: Fingerprint,
+}
+
+enum ClaimEnd {
+    Replay(Value),
+    Refused(ToolError),
+}
+
+fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
+    let Some(key) = call.args.get("idempotency_key").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    let app = &call.app;
+    let slot = app.defects.idempotency_slot(app, &call.principal, call.tool.as_str(), key);
+    let fingerprint =
+        app.defects.fingerprint(crate::canonical::digest_without(&call.args, &["idempotency_key"]));
+    let now = app.defects.idempotency_now(app.clock.now_ms());
+    match app.defects.adjust_claim(app.idempotency.claim(slot, fingerprint, now)) {
+        Claim::Fresh => Ok(Some(Owned { slot, fingerprint })),
+        Claim::Replay(data) => Err(ClaimEnd::Replay(data)),
+        Claim::Mismatch => Err(ClaimEnd::Refused(ErrorCode::IdempotencyMismatch.into())),
+        Claim::InProgress { retry_after_ms } => {
+            Err(ClaimEnd::Refused(ToolError::retry_after(ErrorCode::OperationInProgress, retry_after_ms)))
+        }
+    }
+}
+
+/// Runs the effect. A write runs in its own task, so that once started it completes (or fails)
+/// as a whole even when the caller's deadline fires first: the client gets MCP_OUTCOME_UNKNOWN
+/// and a later read, or a retry with the same key, sees the effect or its absence (LIM-4).
+async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
+    let app = call.app.clone();
+    let kind = call.tool.kind();
+    let deadline = Duration::from_millis(app.deadlines().for_kind(kind));
+    let fault = app.faults.get(call.tool.as_str()).unwrap_or_default();
+    let work = async move {
+        let _guard = claim.map(|owned| ReleaseOnDrop { app: call.app.clone(), slot: owned.slot });
+        tokio::time::sleep(Duration::from_millis(fault.latency_ms)).await;
+        if let Some(error) = fault.error {
+            return Err(ToolError::new(match error {
+                FaultError::Internal => ErrorCode::InternalError,
+                FaultError::Dependency => ErrorCode::DependencyUnavailable,
+            }));
+        }
+        let output = tools::run(&call)?;
+        if let Some(owned) = claim {
+            let now = call.app.defects.idempotency_now(call.app.clock.now_ms());
+            call.app.idempotency.complete(owned.slot, owned.fingerprint, output.data.clone(), now);
+        }
+        tokio::time::sleep(Duration::from_millis(fault.delay_after_effect_ms)).await;
+        Ok(output)
+    };
+    if kind.is_write() {
+        match tokio::time::timeout(deadline, tokio::spawn(work)).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_panicked)) => Err(ErrorCode::InternalError.into()),
+            Err(_elapsed) => Err(ErrorCode::OutcomeUnknown.into()),
+        }
+    } else {
+        let timeout_code = app.defects.read_timeout_code();
+        tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| Err(timeout_code.into()))
+    }
+}
+
+/// Frees a claimed key if its call ends without storing a success (IDEM-7).
+struct ReleaseOnDrop {
+    app: Arc<App>,
+    slot: Slot,
+}
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        // Harmless after `complete`: release only removes a still-running claim.
+        release(&self.app, self.slot);
+    }
+}
+
+fn release(app: &App, slot: Slot) {
+    if !app.defects.keeps_failed_keys() {
+        app.idempotency.release(slot);
+    }
+}

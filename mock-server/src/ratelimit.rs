@@ -1,0 +1,63 @@
+//! Rate limits (LIM-2, LIM-3): a window per (client, user, tool), opened by its first call and
+//! lasting 60 s on the server's clock. Every call that reaches this check counts.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Who is limited: one window per pair and tool.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RateKey {
+    pub client_id: String,
+    pub user_id: String,
+    pub tool: &'static str,
+}
+
+pub trait RateLimiter: Send + Sync + std::fmt::Debug {
+    /// Count one call; `Err(retry_after_ms)` once `limit` calls were made in the window.
+    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<(), u64>;
+    fn clear(&self);
+}
+
+const WINDOW_MS: i64 = 60_000;
+
+#[derive(Debug, Default)]
+pub struct MemoryLimiter {
+    windows: Mutex<HashMap<RateKey, (i64, u32)>>,
+}
+
+impl RateLimiter for MemoryLimiter {
+    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<(), u64> {
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, count) = windows.entry(key.clone()).or_insert((now_ms, 0));
+        if now_ms - *start >= WINDOW_MS {
+            (*start, *count) = (now_ms, 0);
+        }
+        if *count >= limit {
+            return Err((*start + WINDOW_MS - now_ms).max(1) as u64);
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    fn clear(&self) {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_per_key() {
+        let limiter = MemoryLimiter::default();
+        let key = |user: &str, tool| RateKey { client_id: "c".into(), user_id: user.into(), tool };
+        for i in 0..3 {
+            assert_eq!(limiter.hit(&key("a", "t"), 3, i), Ok(()));
+        }
+        assert_eq!(limiter.hit(&key("a", "t"), 3, 10), Err(59_990));
+        assert_eq!(limiter.hit(&key("b", "t"), 3, 10), Ok(()));
+        assert_eq!(limiter.hit(&key("a", "u"), 3, 10), Ok(()));
+        assert_eq!(limiter.hit(&key("a", "t"), 3, 60_000), Ok(()));
+    }
+}

@@ -1,0 +1,195 @@
+//! The in-memory store: the dataset indexed for keyset pagination. Every list is a `BTreeMap`
+//! keyed by `(timestamp, id)` and read newest first, so a page starts strictly after the cursor's
+//! key and insertions never shift it (PAG-4).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use chataigne_contract::Role;
+use chataigne_contract::dataset::{
+    Conversation, Dataset, Instruction, Membership, Message, Order, Organization, Restaurant, Transcript,
+};
+
+/// `(timestamp, id)`: the sort key of every list, newest last in the map.
+pub type Key = (String, String);
+
+#[derive(Debug, Default)]
+pub struct Data {
+    pub organizations: BTreeMap<Key, Organization>,
+    pub restaurants: BTreeMap<Key, Restaurant>,
+    pub memberships: Vec<Membership>,
+    pub orders: HashMap<String, BTreeMap<Key, Order>>,
+    pub conversations: HashMap<String, BTreeMap<Key, Conversation>>,
+    pub messages: HashMap<String, BTreeMap<Key, Message>>,
+    pub transcripts: HashMap<String, BTreeMap<Key, Transcript>>,
+    pub instructions: HashMap<String, BTreeMap<Key, Instruction>>,
+    /// id → key, for the lookups by ID.
+    pub index: HashMap<String, Key>,
+}
+
+fn key(ts: &str, id: &str) -> Key {
+    (ts.to_owned(), id.to_owned())
+}
+
+impl Data {
+    pub fn load(dataset: &Dataset) -> Data {
+        let mut data = Data { memberships: dataset.memberships.clone(), ..Data::default() };
+        for o in &dataset.organizations {
+            data.insert_organization(o.clone());
+        }
+        for r in &dataset.restaurants {
+            data.insert_restaurant(r.clone());
+        }
+        for o in &dataset.orders {
+            data.insert_order(o.clone());
+        }
+        for c in &dataset.conversations {
+            data.insert_conversation(c.clone());
+        }
+        for m in &dataset.messages {
+            data.insert_message(m.clone());
+        }
+        for t in &dataset.transcripts {
+            data.insert_transcript(t.clone());
+        }
+        for i in &dataset.instructions {
+            data.insert_instruction(i.clone());
+        }
+        data
+    }
+
+    pub fn insert_organization(&mut self, o: Organization) {
+        let k = key(&o.created_at, &o.id);
+        self.index.insert(o.id.clone(), k.clone());
+        self.organizations.insert(k, o);
+    }
+
+    pub fn insert_restaurant(&mut self, r: Restaurant) {
+        let k = key(&r.created_at, &r.id);
+        self.index.insert(r.id.clone(), k.clone());
+        self.restaurants.insert(k, r);
+    }
+
+    pub fn insert_order(&mut self, o: Order) {
+        let k = key(&o.created_at, &o.id);
+        self.index.insert(o.id.clone(), k.clone());
+        self.orders.entry(o.restaurant_id.clone()).or_default().insert(k, o);
+    }
+
+    pub fn insert_conversation(&mut self, c: Conversation) {
+        let k = key(&c.created_at, &c.id);
+        self.index.insert(c.id.clone(), k.clone());
+        self.conversations.entry(c.restaurant_id.clone()).or_default().insert(k, c);
+    }
+
+    pub fn insert_message(&mut self, m: Message) {
+        let k = key(&m.sent_at, &m.id);
+        self.messages.entry(m.conversation_id.clone()).or_default().insert(k, m);
+    }
+
+    pub fn insert_transcript(&mut self, t: Transcript) {
+        let k = key(&t.call_started_at, &t.id);
+        self.index.insert(t.id.clone(), k.clone());
+        self.transcripts.entry(t.restaurant_id.clone()).or_default().insert(k, t);
+    }
+
+    pub fn insert_instruction(&mut self, i: Instruction) {
+        let k = key(&i.created_at, &i.id);
+        self.index.insert(i.id.clone(), k.clone());
+        self.instructions.entry(i.restaurant_id.clone()).or_default().insert(k, i);
+    }
+
+    pub fn organization(&self, id: &str) -> Option<&Organization> {
+        self.organizations.get(self.index.get(id)?)
+    }
+
+    pub fn restaurant(&self, id: &str) -> Option<&Restaurant> {
+        self.restaurants.get(self.index.get(id)?).filter(|r| r.id == id)
+    }
+
+    pub fn restaurant_mut(&mut self, id: &str) -> Option<&mut Restaurant> {
+        let k = self.index.get(id)?.clone();
+        self.restaurants.get_mut(&k).filter(|r| r.id == id)
+    }
+
+    /// A child looked up through its restaurant: another restaurant's child is simply absent
+    /// (AUTH-5).
+    pub fn order(&self, restaurant_id: &str, id: &str) -> Option<&Order> {
+        self.orders.get(restaurant_id)?.get(self.index.get(id)?)
+    }
+
+    pub fn order_mut(&mut self, restaurant_id: &str, id: &str) -> Option<&mut Order> {
+        let k = self.index.get(id)?.clone();
+        self.orders.get_mut(restaurant_id)?.get_mut(&k)
+    }
+
+    pub fn conversation(&self, restaurant_id: &str, id: &str) -> Option<&Conversation> {
+        self.conversations.get(restaurant_id)?.get(self.index.get(id)?)
+    }
+
+    pub fn transcript(&self, restaurant_id: &str, id: &str) -> Option<&Transcript> {
+        self.transcripts.get(restaurant_id)?.get(self.index.get(id)?)
+    }
+
+    /// The user's current role for a restaurant: an active membership of its organization that
+    /// covers it. Read at call time, so a revocation applies at once (AUTH-7).
+    pub fn role_for_restaurant(&self, user_id: &str, restaurant_id: &str) -> Option<Role> {
+        let restaurant = self.restaurant(restaurant_id)?;
+        self.active_memberships(user_id)
+            .filter(|m| m.organization_id == restaurant.organization_id)
+            .filter(|m| m.restaurant_ids.as_ref().is_none_or(|ids| ids.iter().any(|r| r == restaurant_id)))
+            .map(|m| m.role)
+            .max()
+    }
+
+    /// The user's role in an organization, for organization-level tools. A membership limited
+    /// to some restaurants does not make the user a member of the whole organization's admin.
+    pub fn role_for_organization(&self, user_id: &str, organization_id: &str) -> Option<Role> {
+        self.organization(organization_id)?;
+        self.active_memberships(user_id)
+            .filter(|m| m.organization_id == organization_id)
+            .map(|m| m.role)
+            .max()
+    }
+
+    pub fn active_memberships<'a>(&'a self, user_id: &'a str) -> impl Iterator<Item = &'a Membership> + 'a {
+        self.memberships.iter().filter(move |m| m.user_id == user_id && !m.revoked)
+    }
+
+    pub fn message_count(&self, conversation_id: &str) -> usize {
+        self.messages.get(conversation_id).map_or(0, BTreeMap::len)
+    }
+
+    pub fn last_message_at(&self, c: &Conversation) -> String {
+        self.messages
+            .get(&c.id)
+            .and_then(|m| m.keys().next_back())
+            .map_or_else(|| c.created_at.clone(), |k| k.0.clone())
+    }
+}
+
+/// The store: one lock over the data. Writes are short and compare-and-set under the write lock.
+#[derive(Debug)]
+pub struct Store {
+    data: RwLock<Data>,
+}
+
+impl Store {
+    pub fn new(dataset: &Dataset) -> Store {
+        Store { data: RwLock::new(Data::load(dataset)) }
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, Data> {
+        // A poisoned lock only means a panic elsewhere; the data itself stays consistent because
+        // every write completes before it releases the lock.
+        self.data.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn write(&self) -> RwLockWriteGuard<'_, Data> {
+        self.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn reset(&self, dataset: &Dataset) {
+        *self.write() = Data::load(dataset);
+    }
+}

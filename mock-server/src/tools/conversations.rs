@@ -1,0 +1,68 @@
+//! Conversations: listing (created_at desc), one conversation with its messages newest first,
+//! at most 100 per call, older ones through the cursor (PAG-8), and sending a message.
+
+use chataigne_contract::dataset::{Conversation, Message};
+use chataigne_contract::{DEFAULT_MESSAGE_LIMIT, ErrorCode};
+use serde_json::{Value, json};
+
+use super::{Call, Output, newest_first, start, take_page, to_json};
+use crate::error::ToolError;
+use crate::store::Data;
+
+fn view(data: &Data, c: &Conversation) -> Value {
+    json!({
+        "id": c.id, "restaurant_id": c.restaurant_id, "status": c.status, "channel": c.channel,
+        "customer_name": c.customer_name, "message_count": data.message_count(&c.id),
+        "last_message_at": data.last_message_at(c), "created_at": c.created_at,
+    })
+}
+
+pub fn list(call: &Call) -> Result<Output, ToolError> {
+    let data = call.app.store.read();
+    let rid = call.restaurant_id()?;
+    let (status, channel) = (call.str("status"), call.str("channel"));
+    let from = start(call)?;
+    let items = newest_first(data.conversations.get(rid), &from)
+        .filter(|(_, c)| status.is_none_or(|s| c.status == s))
+        .filter(|(_, c)| channel.is_none_or(|ch| c.channel == ch))
+        .map(|(k, c)| (k.clone(), view(&data, c)));
+    let page = take_page(call, items, super::limit(call))?;
+    Ok(super::page_output(call, "conversations", page, &format!("conversations of {rid}")))
+}
+
+pub fn get(call: &Call) -> Result<Output, ToolError> {
+    let data = call.app.store.read();
+    let c = data
+        .conversation(call.restaurant_id()?, call.req("conversation_id")?)
+        .ok_or(ErrorCode::ResourceNotFound)?;
+    let limit = call
+        .args
+        .get("message_limit")
+        .and_then(Value::as_u64)
+        .map_or(call.app.defects.default_message_limit(DEFAULT_MESSAGE_LIMIT), |l| l as usize);
+    let from = start(call)?;
+    let items = newest_first(data.messages.get(&c.id), &from).map(|(k, m)| (k.clone(), to_json(m)));
+    let page = take_page(call, items, limit)?;
+    let mut out = super::page_output(call, "messages", page, &format!("messages of {}", c.id));
+    out.data["conversation"] = view(&data, c);
+    Ok(out)
+}
+
+pub fn send_message(call: &Call) -> Result<Output, ToolError> {
+    let rid = call.restaurant_id()?;
+    let mut data = call.app.store.write();
+    let c = data.conversation(rid, call.req("conversation_id")?).ok_or(ErrorCode::ResourceNotFound)?;
+    let message = Message {
+        id: super::new_id("msg"),
+        conversation_id: c.id.clone(),
+        direction: "outbound".into(),
+        text: call.req("text")?.to_owned(),
+        sent_at: call.app.clock.now_timestamp(),
+    };
+    data.insert_message(message.clone());
+    // The summary names the message, never its text (SEC-1).
+    Ok(Output::new(
+        json!({ "message": message }),
+        format!("Sent message {} in {}", message.id, message.conversation_id),
+    ))
+}

@@ -1,0 +1,28 @@
+//! Standing instructions of a restaurant: listing (newest first) and creating one.
+
+use chataigne_contract::dataset::Instruction;
+use serde_json::json;
+
+use super::{Call, Output, newest_first, page_output, start, take_page, to_json};
+use crate::error::ToolError;
+
+pub fn list(call: &Call) -> Result<Output, ToolError> {
+    let data = call.app.store.read();
+    let rid = call.restaurant_id()?;
+    let from = start(call)?;
+    let items = newest_first(data.instructions.get(rid), &from).map(|(k, i)| (k.clone(), to_json(i)));
+    let page = take_page(call, items, super::limit(call))?;
+    Ok(page_output(call, "instructions", page, &format!("instructions of {rid}")))
+}
+
+pub fn create(call: &Call) -> Result<Output, ToolError> {
+    let instruction = Instruction {
+        id: super::new_id("ins"),
+        restaurant_id: call.restaurant_id()?.to_owned(),
+        text: call.req("text")?.to_owned(),
+        created_by: call.principal.user_id.clone(),
+        created_at: call.app.clock.now_timestamp(),
+    };
+    call.app.store.write().insert_instruction(instruction.clone());
+    Ok(Output::new(json!({ "instruction": instruction }), format!("Created instruction {}", instruction.id)))
+}

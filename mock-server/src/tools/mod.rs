@@ -1,0 +1,274 @@
+//! The tools of §10, one module per contract area, dispatched by [`ToolName`] the way a command
+//! enum is routed. Shared here: access to the target resource, keyset pages, cursors, outputs.
+
+mod analytics;
+mod conversations;
+mod instructions;
+mod orders;
+mod organizations;
+mod restaurants;
+mod transcripts;
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use chataigne_contract::{DEFAULT_LIMIT, ErrorCode, MAX_STRUCTURED_BYTES, Role, ToolName};
+use serde_json::{Value, json};
+
+use crate::app::App;
+use crate::auth::Principal;
+use crate::cursor::Binding;
+use crate::error::ToolError;
+use crate::store::Key;
+
+/// A call that passed authentication, rate limit, schema, scope, membership and role.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub app: Arc<App>,
+    pub tool: ToolName,
+    pub args: Value,
+    pub principal: Principal,
+}
+
+impl Call {
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.args.get(name).and_then(Value::as_str)
+    }
+
+    /// A required argument; the schema guarantees it, so absence is an internal error.
+    pub fn req(&self, name: &str) -> Result<&str, ToolError> {
+        self.str(name).ok_or_else(|| ErrorCode::InternalError.into())
+    }
+
+    pub fn restaurant_id(&self) -> Result<&str, ToolError> {
+        self.req("restaurant_id")
+    }
+}
+
+/// What a tool returns, before the envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub data: Value,
+    pub next_cursor: Option<String>,
+    pub truncated: bool,
+    pub replayed: bool,
+    /// The short text a person reads (ENV-1); at most 4 KiB (ENV-3).
+    pub summary: String,
+}
+
+impl Output {
+    pub fn new(data: Value, summary: impl Into<String>) -> Output {
+        Output { data, next_cursor: None, truncated: false, replayed: false, summary: summary.into() }
+    }
+
+    /// The stored result of a keyed write, replayed (IDEM-2).
+    pub fn replayed(tool: ToolName, data: Value) -> Output {
+        Output {
+            replayed: true,
+            ..Output::new(data, format!("{tool}: replayed the stored result of this idempotency key"))
+        }
+    }
+}
+
+/// Does the tool address a restaurant or an organization?
+pub fn has_target(tool: ToolName) -> bool {
+    !matches!(tool, ToolName::ListOrganizations | ToolName::CreateOrganization)
+}
+
+/// Steps 6 and 7's input: the caller's current role on the tool's target. A target outside the
+/// caller's memberships and one that does not exist get the same error (AUTH-4).
+pub fn access(
+    app: &App,
+    principal: &Principal,
+    _tool: ToolName,
+    args: &Value,
+) -> Result<Option<Role>, ToolError> {
+    let data = app.store.read();
+    let user = principal.user_id.as_str();
+    let forbidden = || ToolError::from(ErrorCode::ResourceForbidden);
+    if app.defects.cursor_skips_access() && args.get("cursor").is_some() {
+        return Ok(Some(Role::Owner));
+    }
+    if let Some(rid) = args.get("restaurant_id").and_then(Value::as_str) {
+        return match app.defects.role_for_restaurant(&data, user, rid) {
+            Some(role) => Ok(Some(role)),
+            None => Err(app.defects.absent_target(&data, rid).unwrap_or_else(forbidden)),
+        };
+    }
+    if let Some(oid) = args.get("organization_id").and_then(Value::as_str) {
+        return match data.role_for_organization(user, oid) {
+            Some(role) => Ok(Some(role)),
+            None => Err(forbidden()),
+        };
+    }
+    Ok(None)
+}
+
+/// Limits a JSON Schema cannot state (LIM-1 and filter ranges), checked with the schema step.
+pub fn validate_limits(tool: ToolName, args: &Value) -> Result<(), ToolError> {
+    match tool {
+        ToolName::GetAnalytics => analytics::validate(args),
+        ToolName::ListOrders => orders::validate(args),
+        _ => Ok(()),
+    }
+}
+
+/// Step 9: the observed state must be the expected one (PRE-2, PRE-3).
+pub fn check_preconditions(call: &Call) -> Result<(), ToolError> {
+    match call.tool {
+        ToolName::UpdateOrderStatus => orders::check_transition(call),
+        ToolName::SetRestaurantStatus => restaurants::check_status(call),
+        _ => Ok(()),
+    }
+}
+
+/// Step 10: the effect or the read itself.
+pub fn run(call: &Call) -> Result<Output, ToolError> {
+    use ToolName::*;
+    match call.tool {
+        ListOrganizations => organizations::list(call),
+        CreateOrganization => organizations::create(call),
+        ListRestaurants => restaurants::list(call),
+        GetRestaurant => restaurants::get(call),
+        SetRestaurantStatus => restaurants::set_status(call),
+        CreateRestaurant => restaurants::create(call),
+        ListOrders => orders::list(call),
+        GetOrder => orders::get(call),
+        UpdateOrderStatus => orders::update_status(call),
+        ListConversations => conversations::list(call),
+        GetConversation => conversations::get(call),
+        SendMessage => conversations::send_message(call),
+        SearchTranscripts => transcripts::search(call),
+        GetTranscript => transcripts::get(call),
+        ListInstructions => instructions::list(call),
+        CreateInstruction => instructions::create(call),
+        GetAnalytics => analytics::get(call),
+    }
+}
+
+/// Room kept for the envelope around the items (meta, cursor, keys).
+const ENVELOPE_RESERVE: usize = 2048;
+
+/// One page of a keyset walk.
+pub struct Page {
+    pub items: Vec<Value>,
+    /// Where the next page starts (after this key), if more items follow.
+    pub next: Option<Key>,
+    pub truncated: bool,
+}
+
+/// Takes up to `limit` items from a newest-first iterator, stopping early when the next item
+/// would push the output over 128 KiB (LIM-5); a first item that alone does not fit cannot be
+/// cut (LIM-6).
+pub fn take_page(
+    call: &Call,
+    items: impl Iterator<Item = (Key, Value)>,
+    limit: usize,
+) -> Result<Page, ToolError> {
+    let budget = MAX_STRUCTURED_BYTES - ENVELOPE_RESERVE;
+    let (mut out, mut used, mut last) = (Vec::new(), 0usize, None);
+    for (key, value) in items {
+        if out.len() == limit {
+            return Ok(Page { items: out, next: last, truncated: false });
+        }
+        let size = value.to_string().len() + 1;
+        if used + size > budget && !call.app.defects.no_truncation() {
+            if out.is_empty() {
+                return Err(ErrorCode::OutputTooLarge.into());
+            }
+            return Ok(Page { items: out, next: last, truncated: true });
+        }
+        used += size;
+        last = Some(key);
+        out.push(value);
+    }
+    Ok(Page { items: out, next: None, truncated: false })
+}
+
+fn binding<'a>(call: &'a Call, filters: &[u8; 32]) -> Binding<'a> {
+    Binding {
+        tool: call.tool.as_str(),
+        filters: *filters,
+        client_id: &call.principal.client_id,
+        user_id: &call.principal.user_id,
+    }
+}
+
+fn filters_digest(call: &Call) -> [u8; 32] {
+    call.app
+        .defects
+        .filters_digest(crate::canonical::digest_without(&call.args, &["limit", "cursor", "message_limit"]))
+}
+
+/// Where the page starts: the cursor's key, or the newest item (PAG-5, PAG-6).
+pub fn start(call: &Call) -> Result<Bound<Key>, ToolError> {
+    let Some(cursor) = call.str("cursor") else {
+        return Ok(Bound::Unbounded);
+    };
+    call.app
+        .cursors
+        .decode(&binding(call, &filters_digest(call)), cursor)
+        .or_else(|| call.app.defects.accept_any_cursor(cursor))
+        .map(|key| call.app.defects.page_start(key))
+        .ok_or_else(|| ErrorCode::CursorInvalid.into())
+}
+
+pub fn limit(call: &Call) -> usize {
+    call.args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(call.app.defects.default_limit(DEFAULT_LIMIT), |l| l as usize)
+}
+
+/// Wraps a page into an output with its cursor and a summary.
+pub fn page_output(call: &Call, key: &str, page: Page, what: &str) -> Output {
+    let count = page.items.len();
+    let next = match (&page.next, page.items.last()) {
+        // PAG-3's defect: a cursor on the last page too.
+        (None, Some(last)) if call.app.defects.cursor_on_last_page() => Some((
+            last["created_at"].as_str().unwrap_or_default().to_owned(),
+            last["id"].as_str().unwrap_or_default().to_owned(),
+        )),
+        (next, _) => next.clone(),
+    };
+    let next_cursor =
+        next.as_ref().map(|k| call.app.cursors.encode(&binding(call, &filters_digest(call)), k));
+    let more = if next_cursor.is_some() { "; more follow (pass meta.next_cursor)" } else { "" };
+    let cut = if page.truncated { " (page shortened to stay under 128 KiB)" } else { "" };
+    Output {
+        next_cursor,
+        truncated: page.truncated,
+        ..Output::new(json!({ key: page.items }), format!("{count} {what}{cut}{more}"))
+    }
+}
+
+/// Iterates a newest-first range of a keyed map from a start bound.
+pub fn newest_first<'a, T>(
+    map: Option<&'a std::collections::BTreeMap<Key, T>>,
+    start: &Bound<Key>,
+) -> Box<dyn Iterator<Item = (&'a Key, &'a T)> + 'a> {
+    match map {
+        None => Box::new(std::iter::empty()),
+        Some(map) => Box::new(map.range((Bound::Unbounded, start.clone())).rev()),
+    }
+}
+
+/// A new resource ID: prefix and 20 random alphanumerics.
+pub fn new_id(prefix: &str) -> String {
+    use rand::Rng;
+    use rand::distr::Alphanumeric;
+    let tail: String = rand::rng().sample_iter(&Alphanumeric).take(20).map(char::from).collect();
+    format!("{prefix}_{tail}")
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// A single item that alone would exceed 128 KiB cannot be cut (LIM-6).
+pub fn single(call: &Call, key: &str, item: Value, summary: String) -> Result<Output, ToolError> {
+    if item.to_string().len() + ENVELOPE_RESERVE > MAX_STRUCTURED_BYTES && !call.app.defects.no_truncation() {
+        return Err(ErrorCode::OutputTooLarge.into());
+    }
+    Ok(Output::new(json!({ key: item }), summary))
+}

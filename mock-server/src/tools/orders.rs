@@ -1,0 +1,104 @@
+//! Orders: keyset listing with filters (created_at desc, then id desc), one order, and the status
+//! lifecycle received → accepted → preparing → ready → completed, one step at a time (PRE-3).
+
+use chataigne_contract::tools::ORDER_LIFECYCLE;
+use chataigne_contract::{ErrorCode, time};
+use serde_json::{Value, json};
+
+use super::{Call, Output, newest_first, page_output, start, take_page, to_json};
+use crate::error::ToolError;
+
+pub fn validate(args: &Value) -> Result<(), ToolError> {
+    let ts = |name| args.get(name).and_then(Value::as_str).map(time::parse_timestamp);
+    match (ts("created_from"), ts("created_to")) {
+        (Some(None), _) | (_, Some(None)) => {
+            Err(ToolError::invalid("/created_from or /created_to is not a real instant"))
+        }
+        (Some(Some(from)), Some(Some(to))) if to < from => {
+            Err(ToolError::invalid("/created_to is before /created_from"))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub fn list(call: &Call) -> Result<Output, ToolError> {
+    let data = call.app.store.read();
+    let rid = call.restaurant_id()?;
+    let statuses: Option<Vec<&str>> = call
+        .args
+        .get("status")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect());
+    let channel = call.str("channel");
+    let (from_ts, to_ts) = (call.str("created_from"), call.str("created_to"));
+    let from = start(call)?;
+    let items = newest_first(data.orders.get(rid), &from)
+        .filter(|(_, o)| statuses.as_ref().is_none_or(|s| s.contains(&o.status.as_str())))
+        .filter(|(_, o)| channel.is_none_or(|c| o.channel == c))
+        // Fixed-width UTC timestamps compare as strings.
+        .filter(|(_, o)| from_ts.is_none_or(|f| o.created_at.as_str() >= f))
+        .filter(|(_, o)| to_ts.is_none_or(|t| o.created_at.as_str() <= t))
+        .map(|(k, o)| (k.clone(), to_json(o)));
+    let page = take_page(call, items, super::limit(call))?;
+    Ok(page_output(call, "orders", page, &format!("orders of {rid}")))
+}
+
+pub fn get(call: &Call) -> Result<Output, ToolError> {
+    let data = call.app.store.read();
+    let o = call
+        .app
+        .defects
+        .order(&data, call.restaurant_id()?, call.req("order_id")?)
+        .ok_or(ErrorCode::ResourceNotFound)?;
+    super::single(call, "order", to_json(o), format!("Order {}: {}, {} cents", o.id, o.status, o.total_cents))
+}
+
+fn allowed(from: &str, to: &str) -> bool {
+    let step = |s| ORDER_LIFECYCLE.iter().position(|x| *x == s);
+    matches!((step(from), step(to)), (Some(a), Some(b)) if b == a + 1)
+}
+
+pub fn check_transition(call: &Call) -> Result<(), ToolError> {
+    let data = call.app.store.read();
+    let o = data.order(call.restaurant_id()?, call.req("order_id")?).ok_or(ErrorCode::ResourceNotFound)?;
+    let (expected, target) = (call.req("expected_status")?, call.req("status")?);
+    if o.status != expected && !call.app.defects.ignores_expected_status() {
+        return Err(ErrorCode::ExpectedStateMismatch.into());
+    }
+    if !allowed(&o.status, target) && !call.app.defects.ignores_lifecycle() {
+        return Err(ErrorCode::OrderStatusPreconditionFailed.into());
+    }
+    Ok(())
+}
+
+pub fn update_status(call: &Call) -> Result<Output, ToolError> {
+    let (expected, target) = (call.req("expected_status")?, call.req("status")?);
+    let now = call.app.clock.now_timestamp();
+    let defects = &call.app.defects;
+    let mut data = call.app.store.write();
+    let o =
+        data.order_mut(call.restaurant_id()?, call.req("order_id")?).ok_or(ErrorCode::ResourceNotFound)?;
+    // Compare-and-set: the check passed, but another operator may have won since (PRE-4).
+    if o.status != expected && !defects.no_compare_and_set() {
+        return Err(ErrorCode::OrderStatusPreconditionFailed.into());
+    }
+    o.status = target.to_owned();
+    o.updated_at = now;
+    let o = o.clone();
+    Ok(Output::new(json!({ "order": o }), format!("Order {} is now {}", o.id, o.status)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lifecycle_is_one_step_forward() {
+        let check = |from, to, ok| assert_eq!(super::allowed(from, to), ok, "{from} → {to}");
+        check("received", "accepted", true);
+        check("accepted", "preparing", true);
+        check("ready", "completed", true);
+        check("received", "preparing", false);
+        check("completed", "accepted", false);
+        check("cancelled", "accepted", false);
+        check("accepted", "accepted", false);
+    }
+}

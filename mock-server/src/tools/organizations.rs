@@ -1,0 +1,44 @@
+//! Organizations: the caller's organizations with their role, and creating one (the creator
+//! becomes its owner).
+
+use chataigne_contract::Role;
+use chataigne_contract::dataset::{Membership, Organization};
+use serde_json::{Value, json};
+
+use super::{Call, Output, newest_first, page_output, start, take_page};
+use crate::error::ToolError;
+
+fn view(o: &Organization, role: Role) -> Value {
+    json!({ "id": o.id, "name": o.name, "role": role, "created_at": o.created_at })
+}
+
+pub fn list(call: &Call) -> Result<Output, ToolError> {
+    let data = call.app.store.read();
+    let user = call.principal.user_id.as_str();
+    let from = start(call)?;
+    let items = newest_first(Some(&data.organizations), &from)
+        .filter_map(|(k, o)| data.role_for_organization(user, &o.id).map(|role| (k.clone(), view(o, role))));
+    let page = take_page(call, items, super::limit(call))?;
+    Ok(page_output(call, "organizations", page, "organizations"))
+}
+
+pub fn create(call: &Call) -> Result<Output, ToolError> {
+    let org = Organization {
+        id: super::new_id("org"),
+        name: call.req("name")?.to_owned(),
+        created_at: call.app.clock.now_timestamp(),
+    };
+    let mut data = call.app.store.write();
+    data.memberships.push(Membership {
+        user_id: call.principal.user_id.clone(),
+        organization_id: org.id.clone(),
+        role: Role::Owner,
+        restaurant_ids: None,
+        revoked: false,
+    });
+    data.insert_organization(org.clone());
+    Ok(Output::new(
+        json!({ "organization": view(&org, Role::Owner) }),
+        format!("Created organization {}", org.id),
+    ))
+}
