@@ -32,6 +32,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Secret for cursor MACs and key hashes; random by default. Replicas must share it.
     pub secret: Option<String>,
+    /// Serve the development OAuth authorization server (`/oauth/*`).
+    pub auth_server: bool,
 }
 
 impl Config {
@@ -45,6 +47,7 @@ impl Config {
             allowed_hosts: Some(Vec::new()),
             public_url: None,
             secret: None,
+            auth_server: true,
         }
     }
 
@@ -71,6 +74,7 @@ pub struct App {
     pub faults: Faults,
     pub deadlines: RwLock<Deadlines>,
     pub tokens: Tokens,
+    pub oauth: crate::oauth::OAuth,
     pub defects: Defects,
     inputs: HashMap<ToolName, Validator>,
 }
@@ -96,6 +100,7 @@ impl App {
             faults: Faults::default(),
             deadlines: RwLock::new(config.deadlines),
             tokens: Tokens::from_dataset(&config.dataset),
+            oauth: crate::oauth::OAuth::default(),
             defects,
             inputs,
             config,

@@ -89,7 +89,6 @@ defects! {
 #[derive(Debug, Default, Clone)]
 pub struct Defects(BTreeSet<Defect>);
 
-/// Returned by `idempotency_slot` never; named so tests can reason about slots.
 impl Defects {
     pub fn new(list: &[Defect]) -> Defects {
         Defects(list.iter().copied().collect())
@@ -366,5 +365,28 @@ impl Defects {
             return vec![V::V_2025_03_26];
         }
         vec![V::V_2025_06_18, V::V_2025_11_25, V::V_2026_07_28]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Defect;
+
+    /// One defect or more per clause, each documented for implementers.
+    #[test]
+    fn every_clause_has_a_documented_defect() {
+        let doc = include_str!("../../docs/DEFECTS.md");
+        for clause in chataigne_contract::clauses::CLAUSES {
+            assert!(Defect::ALL.iter().any(|d| d.clause() == clause.id), "no defect breaks {}", clause.id);
+        }
+        for d in Defect::ALL {
+            assert!(chataigne_contract::clauses::find(d.clause()).is_some(), "{} names no clause", d.name());
+            assert!(
+                doc.contains(&format!("| `{}` | {} |", d.name(), d.clause())),
+                "{} is not in docs/DEFECTS.md",
+                d.name()
+            );
+            assert_eq!(Defect::parse(d.name()), Some(*d));
+        }
     }
 }

@@ -51,6 +51,9 @@ pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
         .route("/.well-known/chataigne-control", get(control_advert))
         .with_state(app.clone())
         .merge(mcp);
+    if app.config.auth_server {
+        router = router.merge(crate::oauth::router(app.clone()));
+    }
     if app.config.control_secret.is_some() {
         router = router.nest("/control", crate::control::router(app));
     }
@@ -130,7 +133,8 @@ fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
 
 fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
     let token = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
-    match token.and_then(|t| app.tokens.check(t)) {
+    let issued = |t: &str| app.oauth.check(t, &resource_url(app, headers), app.clock.now_ms());
+    match token.and_then(|t| app.tokens.check(t).or_else(|| issued(t))) {
         Some(p) => Some(p),
         None if app.defects.has(Defect::NoAuthentication) && token.is_none() => {
             app.tokens.check(&format!("{}owner", crate::DEV_TOKEN_PREFIX))
@@ -139,12 +143,17 @@ fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
     }
 }
 
-fn base_url(app: &App, headers: &HeaderMap) -> String {
+pub fn base_url(app: &App, headers: &HeaderMap) -> String {
     if let Some(url) = &app.config.public_url {
         return url.trim_end_matches('/').to_owned();
     }
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
     format!("http://{host}")
+}
+
+/// This server's resource identifier (RFC 8707): tokens must be minted for it.
+pub fn resource_url(app: &App, headers: &HeaderMap) -> String {
+    format!("{}/mcp", base_url(app, headers))
 }
 
 /// 401 with the resource metadata URL (AUTH-1, RFC 9728 §5.1). The token is never echoed.
@@ -169,7 +178,7 @@ async fn resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> R
     let base = base_url(&app, &headers);
     axum::Json(json!({
         "resource": format!("{base}/mcp"),
-        "authorization_servers": [base],
+        "authorization_servers": if app.config.auth_server { vec![base.clone()] } else { Vec::new() },
         "scopes_supported": chataigne_contract::tools::SCOPES,
         "bearer_methods_supported": ["header"],
         "resource_name": "Chataigne reference MCP server",

@@ -15,6 +15,7 @@ mod handler;
 pub mod http;
 pub mod idempotency;
 pub mod logging;
+pub mod oauth;
 pub mod pipeline;
 pub mod ratelimit;
 pub mod store;

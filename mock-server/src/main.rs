@@ -56,6 +56,9 @@ struct Cli {
     /// Public base URL, for the OAuth resource metadata (default: from the Host header).
     #[arg(long)]
     public_url: Option<String>,
+    /// Do not serve the development OAuth authorization server (static tokens only).
+    #[arg(long)]
+    no_auth_server: bool,
     /// Secret for cursors and idempotency key hashes (replicas must share it; default random).
     #[arg(long, env = "CHATAIGNE_SECRET")]
     secret: Option<String>,
@@ -110,6 +113,7 @@ fn main() -> anyhow::Result<()> {
         allowed_hosts: (!cli.any_host).then(|| cli.allowed_hosts.clone()),
         public_url: cli.public_url.clone(),
         secret: cli.secret.clone(),
+        auth_server: !cli.no_auth_server,
         ..Config::new(dataset)
     };
     logging::init(cli.log_format, cli.log_file.as_deref())?;

@@ -35,11 +35,8 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
     let c = data
         .conversation(call.restaurant_id()?, call.req("conversation_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
-    let limit = call
-        .args
-        .get("message_limit")
-        .and_then(Value::as_u64)
-        .map_or(call.app.defects.default_message_limit(DEFAULT_MESSAGE_LIMIT), |l| l as usize);
+    let limit = super::count(call, "message_limit")
+        .unwrap_or_else(|| call.app.defects.default_message_limit(DEFAULT_MESSAGE_LIMIT));
     let from = start(call)?;
     let items = newest_first(data.messages.get(&c.id), &from).map(|(k, m)| (k.clone(), to_json(m)));
     let page = take_page(call, items, limit)?;

@@ -214,10 +214,13 @@ pub fn start(call: &Call) -> Result<Bound<Key>, ToolError> {
 }
 
 pub fn limit(call: &Call) -> usize {
-    call.args
-        .get("limit")
-        .and_then(Value::as_u64)
-        .map_or(call.app.defects.default_limit(DEFAULT_LIMIT), |l| l as usize)
+    count(call, "limit").unwrap_or_else(|| call.app.defects.default_limit(DEFAULT_LIMIT))
+}
+
+/// A count argument (`limit`, `message_limit`). The schema admits any JSON integer, `7.0` and
+/// `1e1` included, so read it as a number: `as_u64` alone would drop them to the default.
+pub fn count(call: &Call, name: &str) -> Option<usize> {
+    call.args.get(name).and_then(Value::as_f64).map(|n| n as usize)
 }
 
 /// Wraps a page into an output with its cursor and a summary.
