@@ -1,7 +1,7 @@
 //! The application state every transport shares, and its configuration.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use chataigne_contract::ToolName;
 use chataigne_contract::dataset::Dataset;
@@ -14,6 +14,7 @@ use crate::defects::{Defect, Defects};
 use crate::faults::{Deadlines, Faults};
 use crate::idempotency::{IdempotencyStore, KeyHasher, MemoryStore};
 use crate::ratelimit::{MemoryLimiter, RateLimiter};
+use crate::redis_store::Redis;
 use crate::store::Store;
 
 #[derive(Debug, Clone)]
@@ -34,6 +35,10 @@ pub struct Config {
     pub secret: Option<String>,
     /// Serve the development OAuth authorization server (`/oauth/*`).
     pub auth_server: bool,
+    /// Keep idempotency keys and rate windows in this Redis instead of memory.
+    pub redis_url: Option<String>,
+    /// Prefix of this deployment's Redis keys: replicas share it.
+    pub redis_namespace: String,
 }
 
 impl Config {
@@ -48,6 +53,8 @@ impl Config {
             public_url: None,
             secret: None,
             auth_server: true,
+            redis_url: None,
+            redis_namespace: "chataigne".into(),
         }
     }
 
@@ -67,9 +74,9 @@ pub struct App {
     pub config: Config,
     pub store: Store,
     pub clock: Clock,
-    pub idempotency: Box<dyn IdempotencyStore>,
+    pub idempotency: Arc<dyn IdempotencyStore>,
     pub keys: KeyHasher,
-    pub rate: Box<dyn RateLimiter>,
+    pub rate: Arc<dyn RateLimiter>,
     pub cursors: CursorCodec,
     pub faults: Faults,
     pub deadlines: RwLock<Deadlines>,
@@ -90,16 +97,23 @@ impl App {
             .iter()
             .map(|t| Ok((*t, Validator::new(&defects.input_schema(*t)).map_err(anyhow::Error::msg)?)))
             .collect::<anyhow::Result<_>>()?;
+        let (idempotency, rate): (Arc<dyn IdempotencyStore>, Arc<dyn RateLimiter>) = match &config.redis_url {
+            Some(url) => {
+                let redis = Arc::new(Redis::new(url, &config.redis_namespace)?);
+                (redis.clone(), redis)
+            }
+            None => (Arc::new(MemoryStore::default()), Arc::new(MemoryLimiter::default())),
+        };
         Ok(App {
             store: Store::new(&config.dataset),
             clock: Clock::default(),
-            idempotency: Box::new(MemoryStore::default()),
+            idempotency,
             keys: KeyHasher::new(&secret),
-            rate: Box::new(MemoryLimiter::default()),
+            rate,
             cursors: CursorCodec::new(&secret),
             faults: Faults::default(),
             deadlines: RwLock::new(config.deadlines),
-            tokens: Tokens::from_dataset(&config.dataset),
+            tokens: Tokens::from_dataset(&config.dataset, defects.has(Defect::AudienceUnchecked)),
             oauth: crate::oauth::OAuth::default(),
             defects,
             inputs,
@@ -119,8 +133,9 @@ impl App {
     /// Back to the state at start: data, keys, windows, faults, deadlines, clock.
     pub fn reset(&self) {
         self.store.reset(&self.config.dataset);
-        self.idempotency.clear();
-        self.rate.clear();
+        // A shared store that is down keeps its keys; the rest of the reset still applies.
+        let _ = self.idempotency.clear();
+        let _ = self.rate.clear();
         self.faults.clear();
         *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = self.config.deadlines;
         self.clock.reset();

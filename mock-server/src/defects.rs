@@ -172,10 +172,10 @@ impl Defects {
         if self.has(Defect::NoTextSummary) {
             *summary = None;
         }
-        if self.has(Defect::LongSummary) {
-            if let Some(s) = summary {
-                s.push_str(&" (details)".repeat(500));
-            }
+        if self.has(Defect::LongSummary)
+            && let Some(s) = summary
+        {
+            s.push_str(&" (details)".repeat(500));
         }
         if let Some(err) = structured.pointer_mut("/data/error") {
             if self.has(Defect::ErrorWithoutRequestId) {
@@ -193,11 +193,11 @@ impl Defects {
                 err["message"] = "thread 'tokio-runtime-worker' panicked at src/store.rs:88: called `Result::unwrap()` on an `Err` value: Io(\"/var/lib/chataigne/db.sqlite\")".into();
             }
         }
-        if self.has(Defect::OutputOffSchema) {
-            if let Some(orders) = structured.pointer_mut("/data/orders").and_then(Value::as_array_mut) {
-                for o in orders {
-                    o["total_cents"] = o["total_cents"].to_string().into();
-                }
+        if self.has(Defect::OutputOffSchema)
+            && let Some(orders) = structured.pointer_mut("/data/orders").and_then(Value::as_array_mut)
+        {
+            for o in orders {
+                o["total_cents"] = o["total_cents"].to_string().into();
             }
         }
     }

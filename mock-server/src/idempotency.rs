@@ -27,15 +27,26 @@ pub enum Claim {
     InProgress { retry_after_ms: u64 },
 }
 
-/// Storage of key states. Implementations make `claim` atomic.
+/// The backing store did not answer: MCP_DEPENDENCY_UNAVAILABLE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("backing store unavailable")]
+pub struct StoreError;
+
+/// Storage of key states. Implementations make `claim` atomic; `now_ms` is the server's clock,
+/// so retention follows it even when the store has its own expiry.
 pub trait IdempotencyStore: Send + Sync + std::fmt::Debug {
-    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim;
+    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Result<Claim, StoreError>;
     /// Store a success for 24 h (IDEM-6).
-    fn complete(&self, slot: Slot, fingerprint: Fingerprint, data: Value, now_ms: i64);
+    fn complete(
+        &self,
+        slot: Slot,
+        fingerprint: Fingerprint,
+        data: &Value,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
     /// Forget a claim whose call failed: only successes are stored (IDEM-7).
-    fn release(&self, slot: Slot);
-    fn clear(&self);
-    fn len(&self) -> usize;
+    fn release(&self, slot: Slot) -> Result<(), StoreError>;
+    fn clear(&self) -> Result<(), StoreError>;
 }
 
 #[derive(Debug, Clone)]
@@ -45,7 +56,7 @@ enum Entry {
 }
 
 /// Retry hint while a duplicate runs: about the time a write takes here.
-const IN_PROGRESS_RETRY_MS: u64 = 250;
+pub(crate) const IN_PROGRESS_RETRY_MS: u64 = 250;
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -53,7 +64,38 @@ pub struct MemoryStore {
 }
 
 impl IdempotencyStore for MemoryStore {
-    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
+    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Result<Claim, StoreError> {
+        Ok(self.claim_now(slot, fingerprint, now_ms))
+    }
+
+    fn complete(
+        &self,
+        slot: Slot,
+        fingerprint: Fingerprint,
+        data: &Value,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
+        Ok(())
+    }
+
+    fn release(&self, slot: Slot) -> Result<(), StoreError> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(entries.get(&slot), Some(Entry::Running { .. })) {
+            entries.remove(&slot);
+        }
+        Ok(())
+    }
+
+    fn clear(&self) -> Result<(), StoreError> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        Ok(())
+    }
+}
+
+impl MemoryStore {
+    fn claim_now(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let retention = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
         match entries.get(&slot) {
@@ -72,26 +114,6 @@ impl IdempotencyStore for MemoryStore {
         }
         entries.insert(slot, Entry::Running { fingerprint });
         Claim::Fresh
-    }
-
-    fn complete(&self, slot: Slot, fingerprint: Fingerprint, data: Value, now_ms: i64) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.insert(slot, Entry::Done { fingerprint, data, at_ms: now_ms });
-    }
-
-    fn release(&self, slot: Slot) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(entries.get(&slot), Some(Entry::Running { .. })) {
-            entries.remove(&slot);
-        }
-    }
-
-    fn clear(&self) {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    }
-
-    fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 
@@ -132,17 +154,17 @@ mod tests {
     fn lifecycle() {
         let store = MemoryStore::default();
         let (slot, fp, other) = ([1; 32], [2; 32], [3; 32]);
-        assert_eq!(store.claim(slot, fp, 0), Claim::Fresh);
-        assert!(matches!(store.claim(slot, fp, 1), Claim::InProgress { .. }));
-        assert_eq!(store.claim(slot, other, 1), Claim::Mismatch);
-        store.complete(slot, fp, json!({"id": 1}), 10);
-        assert_eq!(store.claim(slot, fp, 20), Claim::Replay(json!({"id": 1})));
-        assert_eq!(store.claim(slot, other, 20), Claim::Mismatch);
+        assert_eq!(store.claim_now(slot, fp, 0), Claim::Fresh);
+        assert!(matches!(store.claim_now(slot, fp, 1), Claim::InProgress { .. }));
+        assert_eq!(store.claim_now(slot, other, 1), Claim::Mismatch);
+        store.complete(slot, fp, &json!({"id": 1}), 10).unwrap();
+        assert_eq!(store.claim_now(slot, fp, 20), Claim::Replay(json!({"id": 1})));
+        assert_eq!(store.claim_now(slot, other, 20), Claim::Mismatch);
         let day = 24 * 3600 * 1000;
-        assert_eq!(store.claim(slot, fp, 10 + day - 60_000), Claim::Replay(json!({"id": 1})));
-        assert_eq!(store.claim(slot, fp, 10 + day + 60_000), Claim::Fresh);
-        store.release(slot);
-        assert_eq!(store.claim(slot, other, 10 + day + 60_000), Claim::Fresh);
+        assert_eq!(store.claim_now(slot, fp, 10 + day - 60_000), Claim::Replay(json!({"id": 1})));
+        assert_eq!(store.claim_now(slot, fp, 10 + day + 60_000), Claim::Fresh);
+        store.release(slot).unwrap();
+        assert_eq!(store.claim_now(slot, other, 10 + day + 60_000), Claim::Fresh);
     }
 
     #[test]

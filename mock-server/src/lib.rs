@@ -18,6 +18,7 @@ pub mod logging;
 pub mod oauth;
 pub mod pipeline;
 pub mod ratelimit;
+pub mod redis_store;
 pub mod store;
 pub mod tools;
 

@@ -56,6 +56,12 @@ struct Cli {
     /// Public base URL, for the OAuth resource metadata (default: from the Host header).
     #[arg(long)]
     public_url: Option<String>,
+    /// Keep idempotency keys and rate windows in Redis (e.g. redis://127.0.0.1:6379), shared by
+    /// every replica started with the same URL, namespace and --secret.
+    #[arg(long, env = "CHATAIGNE_REDIS")]
+    redis: Option<String>,
+    #[arg(long, default_value = "chataigne")]
+    redis_namespace: String,
     /// Do not serve the development OAuth authorization server (static tokens only).
     #[arg(long)]
     no_auth_server: bool,
@@ -114,6 +120,8 @@ fn main() -> anyhow::Result<()> {
         public_url: cli.public_url.clone(),
         secret: cli.secret.clone(),
         auth_server: !cli.no_auth_server,
+        redis_url: cli.redis.clone(),
+        redis_namespace: cli.redis_namespace.clone(),
         ..Config::new(dataset)
     };
     logging::init(cli.log_format, cli.log_file.as_deref())?;

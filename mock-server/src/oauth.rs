@@ -164,20 +164,17 @@ struct AuthorizeParams {
     persona: Option<String>,
 }
 
-fn check_params(app: &App, p: &AuthorizeParams) -> Result<(), Response> {
+/// `Err((error, description))` per RFC 6749 §4.1.2.1.
+fn check_params(app: &App, p: &AuthorizeParams) -> Result<(), (&'static str, &'static str)> {
     let clients = lock(&app.oauth.clients);
     let Some(client) = clients.get(&p.client_id) else {
-        return Err(oauth_error(StatusCode::BAD_REQUEST, "invalid_client", "unknown client_id"));
+        return Err(("invalid_client", "unknown client_id"));
     };
     if !client.redirect_uris.contains(&p.redirect_uri) {
-        return Err(oauth_error(StatusCode::BAD_REQUEST, "invalid_request", "redirect_uri not registered"));
+        return Err(("invalid_request", "redirect_uri not registered"));
     }
     if p.response_type != "code" || p.code_challenge_method != "S256" || p.code_challenge.len() < 43 {
-        return Err(oauth_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "code flow with PKCE S256 required",
-        ));
+        return Err(("invalid_request", "code flow with PKCE S256 required"));
     }
     Ok(())
 }
@@ -188,8 +185,8 @@ fn escape(text: &str) -> String {
 
 /// The consent page: pick which dataset persona the client acts as.
 async fn consent(State(app): State<Arc<App>>, Query(p): Query<AuthorizeParams>) -> Response {
-    if let Err(refusal) = check_params(&app, &p) {
-        return refusal;
+    if let Err((error, description)) = check_params(&app, &p) {
+        return oauth_error(StatusCode::BAD_REQUEST, error, description);
     }
     let hidden: String = [
         ("response_type", Some(p.response_type.clone())),
@@ -231,8 +228,8 @@ async fn approve(
     headers: HeaderMap,
     Form(p): Form<AuthorizeParams>,
 ) -> Response {
-    if let Err(refusal) = check_params(&app, &p) {
-        return refusal;
+    if let Err((error, description)) = check_params(&app, &p) {
+        return oauth_error(StatusCode::BAD_REQUEST, error, description);
     }
     let persona = p
         .persona

@@ -16,7 +16,7 @@ use crate::auth::Principal;
 use crate::defects::Defect;
 use crate::error::ToolError;
 use crate::faults::FaultError;
-use crate::idempotency::{Claim, Fingerprint, Slot};
+use crate::idempotency::{Claim, Fingerprint, Slot, StoreError};
 use crate::ratelimit::RateKey;
 use crate::tools::{self, Call, Output};
 
@@ -92,9 +92,14 @@ fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<(), To
         user_id: principal.user_id.clone(),
         tool: app.defects.rate_tool(tool.as_str()),
     };
-    app.rate
-        .hit(&key, tool.kind().rate_per_minute(), app.clock.now_ms())
-        .map_err(|ms| ToolError::retry_after(ErrorCode::RateLimited, ms))
+    match app.rate.hit(&key, tool.kind().rate_per_minute(), app.clock.now_ms()) {
+        Ok(verdict) => verdict.map_err(|ms| ToolError::retry_after(ErrorCode::RateLimited, ms)),
+        // Fail open: a shared limiter that is down must not stop reads that need nothing else.
+        Err(StoreError) => {
+            tracing::warn!(tool = tool.as_str(), "rate limiter unavailable; call not counted");
+            Ok(())
+        }
+    }
 }
 
 fn validate(app: &App, tool: ToolName, args: &Value) -> Result<(), ToolError> {
@@ -139,7 +144,11 @@ fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
     let fingerprint =
         app.defects.fingerprint(crate::canonical::digest_without(&call.args, &["idempotency_key"]));
     let now = app.defects.idempotency_now(app.clock.now_ms());
-    match app.defects.adjust_claim(app.idempotency.claim(slot, fingerprint, now)) {
+    let claimed = app
+        .idempotency
+        .claim(slot, fingerprint, now)
+        .map_err(|StoreError| ClaimEnd::Refused(ErrorCode::DependencyUnavailable.into()))?;
+    match app.defects.adjust_claim(claimed) {
         Claim::Fresh => Ok(Some(Owned { slot, fingerprint })),
         Claim::Replay(data) => Err(ClaimEnd::Replay(data)),
         Claim::Mismatch => Err(ClaimEnd::Refused(ErrorCode::IdempotencyMismatch.into())),
@@ -168,8 +177,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         }
         let output = tools::run(&call)?;
         if let Some(owned) = claim {
-            let now = call.app.defects.idempotency_now(call.app.clock.now_ms());
-            call.app.idempotency.complete(owned.slot, owned.fingerprint, output.data.clone(), now);
+            store_success(&call.app, owned, &output.data);
         }
         tokio::time::sleep(Duration::from_millis(fault.delay_after_effect_ms)).await;
         Ok(output)
@@ -200,7 +208,26 @@ impl Drop for ReleaseOnDrop {
 }
 
 fn release(app: &App, slot: Slot) {
-    if !app.defects.keeps_failed_keys() {
-        app.idempotency.release(slot);
+    // A release that fails leaves a running claim, which expires in the store on its own.
+    if !app.defects.keeps_failed_keys() && app.idempotency.release(slot).is_err() {
+        tracing::warn!("idempotency store unavailable; claim left to expire");
     }
+}
+
+/// Stores a success. The effect already happened, so if the store is down the answer still goes
+/// out and storing is retried in the background: a retry must replay, never run twice.
+fn store_success(app: &Arc<App>, owned: Owned, data: &Value) {
+    let now = app.defects.idempotency_now(app.clock.now_ms());
+    if app.idempotency.complete(owned.slot, owned.fingerprint, data, now).is_ok() {
+        return;
+    }
+    tracing::warn!("idempotency store unavailable; retrying to store a success");
+    let (app, data) = (app.clone(), data.clone());
+    tokio::spawn(async move {
+        let mut wait = Duration::from_millis(100);
+        while app.idempotency.complete(owned.slot, owned.fingerprint, &data, now).is_err() {
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
+    });
 }

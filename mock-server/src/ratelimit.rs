@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use crate::idempotency::StoreError;
+
 /// Who is limited: one window per pair and tool.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RateKey {
@@ -12,13 +14,16 @@ pub struct RateKey {
     pub tool: &'static str,
 }
 
+/// Outcome of counting a call: `Err(retry_after_ms)` once the window is full.
+pub type Verdict = Result<(), u64>;
+
 pub trait RateLimiter: Send + Sync + std::fmt::Debug {
-    /// Count one call; `Err(retry_after_ms)` once `limit` calls were made in the window.
-    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<(), u64>;
-    fn clear(&self);
+    /// Count one call against `limit` per window.
+    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<Verdict, StoreError>;
+    fn clear(&self) -> Result<(), StoreError>;
 }
 
-const WINDOW_MS: i64 = 60_000;
+pub(crate) const WINDOW_MS: i64 = 60_000;
 
 #[derive(Debug, Default)]
 pub struct MemoryLimiter {
@@ -26,7 +31,18 @@ pub struct MemoryLimiter {
 }
 
 impl RateLimiter for MemoryLimiter {
-    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<(), u64> {
+    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<Verdict, StoreError> {
+        Ok(self.hit_now(key, limit, now_ms))
+    }
+
+    fn clear(&self) -> Result<(), StoreError> {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        Ok(())
+    }
+}
+
+impl MemoryLimiter {
+    fn hit_now(&self, key: &RateKey, limit: u32, now_ms: i64) -> Verdict {
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         let (start, count) = windows.entry(key.clone()).or_insert((now_ms, 0));
         if now_ms - *start >= WINDOW_MS {
@@ -37,10 +53,6 @@ impl RateLimiter for MemoryLimiter {
         }
         *count += 1;
         Ok(())
-    }
-
-    fn clear(&self) {
-        self.windows.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
@@ -53,11 +65,11 @@ mod tests {
         let limiter = MemoryLimiter::default();
         let key = |user: &str, tool| RateKey { client_id: "c".into(), user_id: user.into(), tool };
         for i in 0..3 {
-            assert_eq!(limiter.hit(&key("a", "t"), 3, i), Ok(()));
+            assert_eq!(limiter.hit_now(&key("a", "t"), 3, i), Ok(()));
         }
-        assert_eq!(limiter.hit(&key("a", "t"), 3, 10), Err(59_990));
-        assert_eq!(limiter.hit(&key("b", "t"), 3, 10), Ok(()));
-        assert_eq!(limiter.hit(&key("a", "u"), 3, 10), Ok(()));
-        assert_eq!(limiter.hit(&key("a", "t"), 3, 60_000), Ok(()));
+        assert_eq!(limiter.hit_now(&key("a", "t"), 3, 10), Err(59_990));
+        assert_eq!(limiter.hit_now(&key("b", "t"), 3, 10), Ok(()));
+        assert_eq!(limiter.hit_now(&key("a", "u"), 3, 10), Ok(()));
+        assert_eq!(limiter.hit_now(&key("a", "t"), 3, 60_000), Ok(()));
     }
 }

@@ -1,1 +1,5 @@
-fn main() {}
+//! `chataigne-conformance`: certifies an MCP server against the Chataigne contract.
+
+fn main() -> std::process::ExitCode {
+    chataigne_conformance::cli::main()
+}

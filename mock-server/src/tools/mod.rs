@@ -70,9 +70,10 @@ impl Output {
     }
 }
 
-/// Does the tool address a restaurant or an organization?
+/// Must the tool address a restaurant or an organization? `list_restaurants` may omit its
+/// `organization_id`: it then lists what the caller's memberships reach, filtered per restaurant.
 pub fn has_target(tool: ToolName) -> bool {
-    !matches!(tool, ToolName::ListOrganizations | ToolName::CreateOrganization)
+    !matches!(tool, ToolName::ListOrganizations | ToolName::CreateOrganization | ToolName::ListRestaurants)
 }
 
 /// Steps 6 and 7's input: the caller's current role on the tool's target. A target outside the

@@ -1,0 +1,52 @@
+Feature: Deliberately absent operations
+  Some operations are out of reach on purpose: payments, refunds, cancelling or rejecting
+  orders, deleting, bulk export, campaigns, credentials, provider synchronization, onboarding,
+  platform administration. No tool offers them, and no combination of tools reaches them.
+
+  Background:
+    Given the persona "owner"
+
+  @ABS-1
+  Scenario: tools/list offers exactly the tools of the contract
+    When they list the tools
+    Then the tools are exactly the tools of the contract
+
+  @ABS-1
+  Scenario: No tool is named after a deliberately absent operation
+    When they list the tools
+    Then no tool name contains any of these words:
+      | pay       | capture | charge   | refund     | cancel   | reject     |
+      | delete    | remove  | purge    | destroy    | drop     | erase      |
+      | export    | dump    | bulk     | campaign   | broadcast| marketing  |
+      | credential| secret  | password | token      | api_key  | sync       |
+      | onboard   | signup  | provision| admin      | impersonate | superuser |
+
+  @ABS-2
+  Scenario Outline: An order cannot be moved to "<target>"
+    When they ask to move an order of the busy restaurant from "received" to "<target>"
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+
+    Examples:
+      | target    |
+      | cancelled |
+      | rejected  |
+
+  @ABS-2
+  Scenario Outline: The published schema of update_order_status does not offer "<target>"
+    When they list the tools
+    Then the input schema of "update_order_status" refuses "<target>" as its "status"
+
+    Examples:
+      | target    |
+      | cancelled |
+      | rejected  |
+
+  @ABS-2
+  Scenario Outline: A restaurant cannot be set to "<target>"
+    When they ask to set the busy restaurant to "<target>"
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+
+    Examples:
+      | target  |
+      | closed  |
+      | deleted |

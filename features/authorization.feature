@@ -1,0 +1,180 @@
+Feature: Authentication and authorization
+  Every call needs a valid bearer token issued for this server. What a token may do is bounded by
+  its scopes, and what its user may do by the memberships they hold now: another tenant's data is
+  unreachable, and a refusal never tells whether a resource exists.
+  (The stdio half of AUTH-1, a token from the environment, is not checked: the suite speaks
+  Streamable HTTP only.)
+
+  @AUTH-1
+  Scenario: A request without a token is refused with a bearer challenge
+    When someone without a token initializes
+    Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+
+  @AUTH-1
+  Scenario: A token the server never issued is refused with a bearer challenge
+    When someone with the token "not-a-token-CANARY" initializes
+    Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+
+  @AUTH-1
+  Scenario: The protected resource metadata names the authorization server and the scopes
+    When someone without a token initializes
+    Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+    When they fetch the protected resource metadata
+    Then the metadata names an authorization server and every scope of the contract
+
+  @AUTH-2
+  Scenario: A token issued for another audience is refused
+    Given the persona "other_audience"
+    When they initialize
+    Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+
+  @AUTH-3
+  Scenario Outline: A token without the scope <scope> is refused, naming the scope it needs
+    Given the persona "noscope"
+    When <the call>
+    Then the call fails with "MCP_SCOPE_REQUIRED"
+    And the error has category "authorization" and is not retryable
+    And the error names the required scope "<scope>"
+
+    Examples:
+      | the call                                                                                    | scope               |
+      | they list the organizations                                                                 | organizations:read  |
+      | they get the busy restaurant                                                                | restaurants:read    |
+      | they list the orders of the busy restaurant                                                 | orders:read         |
+      | they get the long conversation                                                              | conversations:read  |
+      | they search the transcripts of the busy restaurant for "gluten-free"                        | transcripts:read    |
+      | they list the instructions of the busy restaurant                                           | instructions:read   |
+      | they ask the analytics of the busy restaurant for 1 metric from "2026-11-01" to "2026-11-30" | analytics:read      |
+      | they ask to set the busy restaurant to "paused"                                             | restaurants:write   |
+      | they create the organization "Scope check CANARY" with the key "scope-CANARY"               | organizations:write |
+      | they send the message "Hello CANARY" in the long conversation with the key "scope-CANARY"   | messages:write      |
+
+  @AUTH-4
+  Scenario: A restaurant of another tenant and one that does not exist are refused alike
+    Given the persona "owner"
+    When they get the foreign restaurant
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    When they get "rst_doesnotexist"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the last two errors are the same but for their request_id
+
+  @AUTH-4
+  Scenario: An organization of another tenant and one that does not exist are refused alike
+    Given the persona "owner"
+    When they list the restaurants with organization_id the foreign organization
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    When they list the restaurants with organization_id "org_doesnotexist"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the last two errors are the same but for their request_id
+
+  @AUTH-4
+  Scenario: The foreign tenant's owner cannot reach the home tenant
+    Given the persona "outsider"
+    When they list the orders of the busy restaurant
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @AUTH-5
+  Scenario Outline: <the record> of another tenant, asked of an authorized restaurant, is not found
+    Given the persona "owner"
+    When they ask the busy restaurant for <the record>
+    Then the call fails with "MCP_RESOURCE_NOT_FOUND"
+
+    Examples:
+      | the record               |
+      | the foreign order        |
+      | the foreign conversation |
+      | the foreign transcript   |
+      | "ord_doesnotexist"       |
+
+  @AUTH-5
+  Scenario: The foreign tenant's owner cannot read a home order through their own restaurant
+    Given the persona "outsider"
+    When they ask the foreign restaurant for "ord_c0001"
+    Then the call fails with "MCP_RESOURCE_NOT_FOUND"
+
+  @AUTH-5
+  Scenario: A search never returns another tenant's transcripts
+    Given the persona "owner"
+    When they search the transcripts of the busy restaurant for "gluten-free"
+    Then the call succeeds
+    And the page holds 4 transcripts
+    And no result belongs to the foreign restaurant
+
+  @AUTH-6
+  Scenario: A viewer cannot move an order
+    Given the persona "viewer"
+    When they ask to move an order of the busy restaurant from "received" to "accepted"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the order is still "received"
+
+  @AUTH-6
+  Scenario: A viewer cannot add an instruction
+    Given the persona "viewer"
+    When they create the instruction "Role check CANARY" in the busy restaurant with the key "role-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @AUTH-6
+  Scenario: Staff cannot pause a restaurant
+    Given the persona "staff"
+    When they ask to set the busy restaurant to "paused"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @AUTH-6
+  Scenario: A manager cannot create a restaurant
+    Given the persona "manager"
+    When they create the restaurant "Role check CANARY" in the home organization with the key "role-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @AUTH-6
+  Scenario: Staff limited to one restaurant cannot read another of the same organization
+    Given the persona "staff"
+    When they get the small restaurant
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @AUTH-7
+  Scenario: A revoked membership grants nothing, whatever the token says
+    Given the persona "revoked"
+    When they get the busy restaurant
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    When they list the organizations
+    Then the page holds 0 organizations
+
+  @AUTH-7 @needs-control-memberships
+  Scenario: A membership revoked now is refused at once
+    Given a fresh server state
+    And the persona "viewer"
+    When they get the busy restaurant
+    Then the call succeeds
+    When the membership of "viewer" in the home organization is revoked
+    And they get the busy restaurant
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @AUTH-8
+  Scenario: Whether the tool exists is checked before the scope
+    Given the persona "noscope"
+    When they call the tool "refund_order" with no arguments
+    Then the answer is the JSON-RPC error -32602
+
+  @AUTH-8
+  Scenario: The input schema is checked before the scope
+    Given the persona "noscope"
+    When they list the orders of the busy restaurant with limit 0
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+
+  @AUTH-8
+  Scenario: The scope is checked before the membership
+    Given the persona "noscope"
+    When they get the foreign restaurant
+    Then the call fails with "MCP_SCOPE_REQUIRED"
+
+  @AUTH-8
+  Scenario: The input schema is checked before the membership
+    Given the persona "outsider"
+    When they list the orders of the busy restaurant with limit 0
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+
+  @AUTH-8
+  Scenario: The membership is checked before the role
+    Given the persona "staff"
+    When they ask to set the foreign restaurant to "paused"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"

@@ -1,0 +1,68 @@
+Feature: Cursors
+  A cursor is opaque and bound to the call that produced it: the same tool, the same filters,
+  the same OAuth client and user. Anything else is refused with MCP_CURSOR_INVALID. Only the page
+  size may change between pages. A cursor grants nothing: access is checked on every page.
+
+  Background:
+    Given the persona "owner"
+
+  @PAG-5
+  Scenario Outline: A cursor <changed> is refused
+    When they list the orders of the busy restaurant with limit 5
+    And they list the next page, passing the cursor <changed>
+    Then the call fails with "MCP_CURSOR_INVALID"
+
+    Examples:
+      | changed                        |
+      | flipped in its middle          |
+      | flipped at its first character |
+      | truncated by one character     |
+      | re-encoded in base64           |
+      | as an empty string             |
+
+  @PAG-6
+  Scenario: A cursor reused with another filter is refused
+    When they list the orders of the busy restaurant with limit 5 and channel "web"
+    And they list the next page with channel "phone"
+    Then the call fails with "MCP_CURSOR_INVALID"
+
+  @PAG-6
+  Scenario: A cursor reused for another restaurant is refused
+    When they list the orders of the busy restaurant with limit 5
+    And they list the next page with restaurant_id the small restaurant
+    Then the call fails with "MCP_CURSOR_INVALID"
+
+  @PAG-6
+  Scenario: A cursor reused with another tool is refused
+    When they list the orders of the busy restaurant with limit 5
+    And they list the conversations of the busy restaurant with the last cursor
+    Then the call fails with "MCP_CURSOR_INVALID"
+
+  @PAG-6
+  Scenario: A cursor reused by another user is refused
+    When they list the orders of the busy restaurant with limit 5
+    And the persona "manager" lists the next page
+    Then the call fails with "MCP_CURSOR_INVALID"
+
+  @PAG-6
+  Scenario: A cursor reused by the same user through another OAuth client is refused
+    When they list the orders of the busy restaurant with limit 5
+    And the persona "owner_second_client" lists the next page
+    Then the call fails with "MCP_CURSOR_INVALID"
+
+  @PAG-6
+  Scenario: A cursor continues with another limit when the filters are the same
+    When they list the orders of the busy restaurant with limit 5
+    And they list the next page with limit 7
+    Then the call succeeds
+    And the page holds the orders of the busy restaurant from position 6 to 12, newest first
+
+  @PAG-7 @needs-control-memberships
+  Scenario: A cursor carries no authority once the membership has ended
+    Given a fresh server state
+    And the persona "staff"
+    When they list the orders of the busy restaurant with limit 5
+    Then the call succeeds
+    When the membership of "staff" in the home organization is revoked
+    And they list the next page
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"

@@ -1,0 +1,40 @@
+Feature: Security of data
+  What callers send (arguments, customer message texts, transcript queries, idempotency keys,
+  tokens) never reaches the server's logs; internal errors reveal nothing of the server's
+  insides. The log checks need the profile's `server_log`: the suite sends unique values
+  (CANARY) and proves none of them is in the log.
+
+  Background:
+    Given the persona "owner"
+
+  @SEC-1 @needs-server-log
+  Scenario: Message texts, queries, keys and tokens never reach the log
+    When they send the message "Bonjour CANARY" in the long conversation with the key "sec1-CANARY"
+    And they search the transcripts of the busy restaurant for "CANARY"
+    And they create the instruction "Remember CANARY" in the busy restaurant with the key "sec1i-CANARY"
+    Then the server log contains none of the scenario's canaries
+    And the server log does not contain their token
+
+  @SEC-1 @needs-server-log
+  Scenario: Values of refused calls never reach the log either
+    When they search the transcripts of the busy restaurant for a canary of 201 characters
+    And they search the transcripts of the foreign restaurant for "CANARY"
+    And they create the instruction "Refused CANARY" in the foreign restaurant with the key "sec1r-CANARY"
+    Then the server log contains none of the scenario's canaries
+
+  @SEC-2 @needs-control-faults
+  Scenario Outline: A <fault> failure reveals nothing of the server's insides
+    Given a fresh server state
+    And the server fails the next calls of "get_order" with a "<fault>" error
+    When they get the order "ord_c0001" of the busy restaurant
+    Then the call fails with "<code>"
+    And the error reveals none of these:
+      | panicked   | backtrace  | stack trace | .rs:     | src/       | traceback     |
+      | exception  | select     | insert into | sqlstate | postgres   | sqlite        |
+      | /home/     | /usr/      | /var/       | .go:     | thread '   | os error      |
+      | refused    | timed out  | errno       | unwrap   | null point | at line       |
+
+    Examples:
+      | fault      | code                       |
+      | internal   | MCP_INTERNAL_ERROR         |
+      | dependency | MCP_DEPENDENCY_UNAVAILABLE |

@@ -1,0 +1,49 @@
+Feature: Deadlines
+  Reads get 15 s, analytics 30 s, writes 20 s. A read past its deadline is a timeout the caller
+  may retry; a write past its deadline has an unknown outcome: its effect may have happened, a
+  read of the resource tells, and a retry with the same idempotency key is safe. The control API
+  shortens the deadlines and slows the tools, so this takes milliseconds.
+
+  Background:
+    Given the persona "owner"
+
+  @LIM-4 @needs-control-deadlines @needs-control-faults
+  Scenario: A read past its deadline times out, and may be retried
+    Given a fresh server state
+    And the server's read deadline is 100 ms
+    And the server slows "get_order" by 500 ms
+    When they get the order "ord_c0001" of the busy restaurant
+    Then the call fails with "MCP_TOOL_TIMEOUT"
+    And the error has category "timeout" and is retryable
+
+  @LIM-4 @needs-control-deadlines @needs-control-faults
+  Scenario: Analytics past their deadline time out too
+    Given a fresh server state
+    And the server's analytics deadline is 100 ms
+    And the server slows "get_analytics" by 500 ms
+    When they ask the analytics of the busy restaurant for 2 metrics from "2026-11-01" to "2026-11-30"
+    Then the call fails with "MCP_TOOL_TIMEOUT"
+
+  @LIM-4 @needs-control-deadlines @needs-control-faults
+  Scenario: A write past its deadline has an unknown outcome, and a read tells what happened
+    Given a fresh server state
+    And the server's write deadline is 100 ms
+    And the server holds the answers of "update_order_status" for 500 ms after their effect
+    When they ask to move an order of the busy restaurant from "received" to "accepted"
+    Then the call fails with "MCP_OUTCOME_UNKNOWN"
+    And the error has category "timeout" and is not retryable
+    When they wait 600 ms
+    Then the order is "accepted"
+
+  @LIM-4 @needs-control-deadlines @needs-control-faults
+  Scenario: A keyed write past its deadline is safe to retry with the same key
+    Given a fresh server state
+    And the server's write deadline is 100 ms
+    And the server holds the answers of "create_instruction" for 500 ms after their effect
+    When they create the instruction "Deadline CANARY" in the busy restaurant with the key "lim4-CANARY"
+    Then the call fails with "MCP_OUTCOME_UNKNOWN"
+    Given the server no longer injects faults
+    When they wait 600 ms
+    And they create the instruction "Deadline CANARY" in the busy restaurant with the key "lim4-CANARY"
+    Then the call succeeds
+    And the busy restaurant has exactly 1 instruction "Deadline CANARY"

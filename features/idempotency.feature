@@ -1,0 +1,175 @@
+Feature: Idempotency
+  Writes that create something take an idempotency key. The same key with the same arguments
+  replays the stored result instead of acting twice, for 24 hours; with other arguments it is
+  refused. A key belongs to one OAuth client, one user and one tool; only successes are kept.
+  Texts and keys carry a value unique to each scenario (CANARY), so reruns never collide.
+  (That keys are hashed before storage, IDEM-8, cannot be seen from outside: the suite checks
+  that they never reach the log.)
+
+  Background:
+    Given the persona "owner"
+
+  @IDEM-1
+  Scenario Outline: "<tool>" refuses a key of <length> characters
+    When they call "<tool>" with a key of <length> characters
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+
+    Examples:
+      | tool                | length |
+      | send_message        | 7      |
+      | send_message        | 256    |
+      | create_instruction  | 7      |
+      | create_instruction  | 256    |
+      | create_organization | 7      |
+      | create_organization | 256    |
+      | create_restaurant   | 7      |
+      | create_restaurant   | 256    |
+
+  @IDEM-1
+  Scenario Outline: "<tool>" refuses a call without a key
+    When they call "<tool>" without a key
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+
+    Examples:
+      | tool                |
+      | send_message        |
+      | create_instruction  |
+      | create_organization |
+      | create_restaurant   |
+
+  @IDEM-1
+  Scenario Outline: A key of <length> characters is accepted
+    When they call "create_instruction" with a key of <length> characters
+    Then the call succeeds
+
+    Examples:
+      | length |
+      | 8      |
+      | 255    |
+
+  @IDEM-2
+  Scenario: The same key and arguments replay the stored result, and act once
+    When they create the instruction "Allergy check CANARY" in the busy restaurant with the key "idem2-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+    When they create the instruction "Allergy check CANARY" in the busy restaurant with the key "idem2-CANARY", the arguments in another order
+    Then the call succeeds
+    And the answer is a replay
+    And the data is the same as the first call's
+    And the request_ids seen are all different
+    And the busy restaurant has exactly 1 instruction "Allergy check CANARY"
+
+  @IDEM-2
+  Scenario: A message sent twice with the same key is sent once
+    When they send the message "Your table is ready CANARY" in the long conversation with the key "idem2m-CANARY"
+    And they send the message "Your table is ready CANARY" in the long conversation with the key "idem2m-CANARY"
+    Then the call succeeds
+    And the answer is a replay
+    And the data is the same as the first call's
+    And the long conversation has exactly 1 message "Your table is ready CANARY"
+
+  @IDEM-2
+  Scenario: An organization created twice with the same key is created once
+    When they create the organization "Chestnut CANARY" with the key "idem2o-CANARY"
+    And they create the organization "Chestnut CANARY" with the key "idem2o-CANARY"
+    Then the call succeeds
+    And the answer is a replay
+    And the data is the same as the first call's
+    And they are a member of exactly 1 organization named "Chestnut CANARY"
+
+  @IDEM-3
+  Scenario: The same key with other arguments is refused
+    When they create the instruction "First CANARY" in the busy restaurant with the key "idem3-CANARY"
+    Then the call succeeds
+    When they create the instruction "Second CANARY" in the busy restaurant with the key "idem3-CANARY"
+    Then the call fails with "MCP_IDEMPOTENCY_MISMATCH"
+    And the error has category "conflict" and is not retryable
+    And the busy restaurant has exactly 0 instructions "Second CANARY"
+
+  @IDEM-4 @needs-control-faults
+  Scenario: The same key while the first call still runs is told to retry later
+    Given a fresh server state
+    And the server slows "create_instruction" by 1000 ms
+    When they create the instruction "Slow CANARY" in the busy restaurant with the key "idem4-CANARY" twice, the second call 300 ms after the first
+    Then the call fails with "MCP_OPERATION_IN_PROGRESS"
+    And the error has category "conflict" and is retryable
+    And the error asks to retry after a delay
+    Given the server no longer injects faults
+    Then the busy restaurant has exactly 1 instruction "Slow CANARY"
+
+  @IDEM-4
+  Scenario: Identical calls at the same time act once
+    When 5 identical calls create the instruction "Burst CANARY" in the busy restaurant with the key "idem4b-CANARY" at once
+    Then every call succeeded or was told the operation is in progress
+    And the busy restaurant has exactly 1 instruction "Burst CANARY"
+
+  @IDEM-5
+  Scenario: The same key through another OAuth client is another key
+    When they create the instruction "Client CANARY" in the busy restaurant with the key "idem5c-CANARY"
+    Given the persona "owner_second_client"
+    When they create the instruction "Client CANARY" in the busy restaurant with the key "idem5c-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+    And the busy restaurant has exactly 2 instructions "Client CANARY"
+
+  @IDEM-5
+  Scenario: The same key from another user is another key
+    When they create the instruction "User CANARY" in the busy restaurant with the key "idem5u-CANARY"
+    Given the persona "manager"
+    When they create the instruction "User CANARY" in the busy restaurant with the key "idem5u-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+    And the busy restaurant has exactly 2 instructions "User CANARY"
+
+  @IDEM-5
+  Scenario: The same key for another tool is another key
+    When they create the instruction "Tool CANARY" in the busy restaurant with the key "idem5t-CANARY"
+    And they create the organization "Tool CANARY" with the key "idem5t-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+
+  @IDEM-6 @needs-control-clock
+  Scenario: After 24 hours the key is forgotten
+    Given a fresh server state
+    When they create the instruction "Tomorrow CANARY" in the busy restaurant with the key "idem6-CANARY"
+    And 24 hours and 1 second pass on the server's clock
+    And they create the instruction "Tomorrow CANARY" in the busy restaurant with the key "idem6-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+    And the busy restaurant has exactly 2 instructions "Tomorrow CANARY"
+
+  @IDEM-7
+  Scenario: A refused call leaves its key free
+    When they create the instruction "Free CANARY" in the foreign restaurant with the key "idem7-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    When they create the instruction "Free CANARY" in the busy restaurant with the key "idem7-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+
+  @IDEM-7 @needs-control-faults
+  Scenario: A call that failed while running leaves its key free
+    Given a fresh server state
+    And the server fails the next calls of "create_instruction" with a "internal" error
+    When they create the instruction "Retry CANARY" in the busy restaurant with the key "idem7f-CANARY"
+    Then the call fails with "MCP_INTERNAL_ERROR"
+    Given the server no longer injects faults
+    When they create the instruction "Retry CANARY" in the busy restaurant with the key "idem7f-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+    And the busy restaurant has exactly 1 instruction "Retry CANARY"
+
+  @IDEM-7 @needs-control-memberships
+  Scenario: Access is checked again before a replay
+    Given a fresh server state
+    And the persona "staff"
+    When they send the message "Hello again CANARY" in the long conversation with the key "idem7r-CANARY"
+    Then the call succeeds
+    When the membership of "staff" in the home organization is revoked
+    And they send the message "Hello again CANARY" in the long conversation with the key "idem7r-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @IDEM-8 @needs-server-log
+  Scenario: Idempotency keys never reach the log
+    When they create the instruction "Log check" in the busy restaurant with the key "key-CANARY"
+    Then the call succeeds
+    And the server log contains none of the scenario's canaries

@@ -1,0 +1,66 @@
+Feature: Optimistic preconditions
+  A change of state names the state the caller last saw (`expected_status`). A stale view is
+  refused and changes nothing; the order lifecycle only moves forward
+  (received → accepted → preparing → ready → completed); of two operators racing on the same
+  order, exactly one wins. Orders are picked from the server's current state.
+
+  Background:
+    Given the persona "owner"
+
+  @PRE-1
+  Scenario: Moving an order without saying what was seen is refused
+    When they ask to move an order of the busy restaurant from "received" to "accepted" without saying what they saw
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+    And the order is still "received"
+
+  @PRE-1
+  Scenario: Pausing a restaurant without saying what was seen is refused
+    When they ask to set the busy restaurant to "paused" without saying what they saw
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
+
+  @PRE-2
+  Scenario: A move from the state the caller saw succeeds
+    When they ask to move an order of the busy restaurant from "received" to "accepted"
+    Then the call succeeds
+    And the order is "accepted"
+
+  @PRE-2
+  Scenario: A stale view is refused as a conflict and changes nothing
+    When they ask to move an order of the busy restaurant in status "received" to "accepted", saying they saw it "preparing"
+    Then the call fails with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
+    And the error has category "conflict" and is not retryable
+    And the order is still "received"
+
+  @PRE-2
+  Scenario: A stale view of a restaurant is refused as a conflict
+    When they ask to set the small restaurant to "open", saying they saw it "open"
+    Then the call fails with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
+    And the error has category "conflict" and is not retryable
+
+  @PRE-3
+  Scenario Outline: The lifecycle forbids moving an order from <from> to <to>
+    When they ask to move an order of the busy restaurant from "<from>" to "<to>"
+    Then the call fails with "ORDER_STATUS_PRECONDITION_FAILED"
+    And the error has category "conflict" and is not retryable
+    And the order is still "<from>"
+
+    Examples:
+      | from      | to        |
+      | completed | accepted  |
+      | ready     | preparing |
+      | preparing | accepted  |
+      | received  | preparing |
+
+  @PRE-4
+  Scenario: Two operators racing on the same order: exactly one wins
+    When "owner" and "manager" both move the same "received" order of the busy restaurant to "accepted" at once
+    Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
+    And the order is "accepted"
+
+  @PRE-4 @needs-control-faults
+  Scenario: Two operators racing while the server is slow: the state is compared again at the effect
+    Given a fresh server state
+    And the server slows "update_order_status" by 300 ms
+    When "owner" and "manager" both move the same "received" order of the busy restaurant to "accepted" at once
+    Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
+    And the order is "accepted"

@@ -1,0 +1,87 @@
+Feature: Transport and protocol
+  The server speaks MCP over Streamable HTTP, answers protocol mistakes with the right JSON-RPC
+  errors, describes its tools completely, keeps every output inside the schema it publishes,
+  and refuses requests from foreign web origins.
+
+  @PROTO-1
+  Scenario: An ordinary MCP client library connects with a bearer token and lists the tools
+    Given the persona "owner"
+    When an MCP client library connects with their token and lists the tools
+    Then the library session uses a protocol version the contract serves
+    And the library lists the tools of the contract
+
+  @PROTO-1
+  Scenario: A client of the stateless protocol 2026-07-28 discovers the server and lists the tools
+    Given the persona "owner"
+    When an MCP client library connects with their token using protocol version "2026-07-28" and lists the tools
+    Then the library session uses protocol version "2026-07-28"
+    And the library lists the tools of the contract
+
+  @PROTO-1
+  Scenario Outline: The server agrees on protocol version <version> when a client asks for it
+    Given the persona "owner"
+    When they initialize with protocol version "<version>"
+    Then the server agrees on protocol version "<version>"
+    When they list the tools
+    Then the tools are exactly the tools of the contract
+
+    Examples:
+      | version    |
+      | 2025-06-18 |
+      | 2025-11-25 |
+
+  @PROTO-2
+  Scenario: Calling a tool that does not exist is a JSON-RPC invalid-params error
+    Given the persona "owner"
+    When they call the tool "refund_order" with no arguments
+    Then the answer is the JSON-RPC error -32602
+
+  @PROTO-2
+  Scenario: An unknown method is a JSON-RPC method-not-found error
+    Given the persona "owner"
+    When they send the JSON-RPC request "orders/teleport"
+    Then the answer is the JSON-RPC error -32601
+
+  @PROTO-2
+  Scenario: A body that is not JSON is a JSON-RPC parse error
+    Given the persona "owner"
+    When they post the raw body:
+      """
+      {"jsonrpc": "2.0", "id": 1, "method": "tools/list"
+      """
+    Then the answer is the JSON-RPC error -32700
+
+  @PROTO-2
+  Scenario: A JSON object that is not a JSON-RPC request is an invalid-request error
+    Given the persona "owner"
+    When they post the raw body:
+      """
+      {"jsonrpc": "2.0", "id": 7, "params": {}}
+      """
+    Then the answer is the JSON-RPC error -32600
+
+  @PROTO-3
+  Scenario: tools/list describes every tool completely
+    Given the persona "owner"
+    When they list the tools
+    Then every tool has a description, an input schema and an output schema
+    And every input schema is a closed JSON Schema 2020-12 object
+    And every read tool is annotated read-only
+    And every write tool is annotated neither read-only nor destructive
+    And every idempotency-keyed write tool is annotated idempotent
+
+  @PROTO-4
+  Scenario: Successes and errors alike validate against the output schema the server publishes
+    Given the persona "owner"
+    When they call every read tool once with valid arguments
+    And they list the orders of the busy restaurant with limit 51
+    And they get the order "ord_absent" of the busy restaurant
+    And they get the foreign restaurant
+    And they get the huge transcript
+    Then every structured output seen validates against the tool's published outputSchema
+
+  @PROTO-5
+  Scenario: A request from a foreign web origin is refused (DNS-rebinding protection)
+    Given the persona "owner"
+    When they initialize with the header "Origin" set to "https://attacker.example"
+    Then the HTTP status is 403

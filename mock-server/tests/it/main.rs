@@ -1,0 +1,19 @@
+//! The reference server's integration tests, through the real HTTP transport (and stdio), one
+//! module per contract area; `support` starts a server per test and checks every tool result.
+
+mod support;
+
+mod absent;
+mod authorization;
+mod deadlines;
+mod envelope;
+mod idempotency;
+mod limits;
+mod malformed;
+mod oauth;
+mod pagination;
+mod preconditions;
+mod protocol;
+mod rate_limits;
+mod security;
+mod stdio;

@@ -1,0 +1,180 @@
+//! Transport and protocol (PROTO-1..5): versions, JSON-RPC errors, the tool catalogue, Origin.
+
+use chataigne_contract::schema::Validator;
+use chataigne_contract::{Kind, ToolName};
+use serde_json::{Value, json};
+
+use crate::support::{start, token};
+
+fn initialize(version: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "it", "version": "1" },
+        },
+    })
+}
+
+// PROTO-1
+#[tokio::test(flavor = "multi_thread")]
+async fn initialize_answers_each_served_version() {
+    let server = start().await;
+    for version in ["2025-06-18", "2025-11-25"] {
+        let auth = format!("Bearer {}", token("owner"));
+        let http = server
+            .post_mcp(
+                &[("authorization", &auth), ("mcp-protocol-version", version)],
+                initialize(version).to_string(),
+            )
+            .await;
+        assert_eq!(http.status, 200, "{version}: {}", http.text);
+        let result = &http.json["result"];
+        assert_eq!(result["protocolVersion"], version, "{}", http.text);
+        assert!(result["capabilities"]["tools"].is_object(), "tools capability: {}", http.text);
+        assert_eq!(result["serverInfo"]["name"], "chataigne-mock");
+    }
+}
+
+// PROTO-1: stateless: a tools/call needs no prior initialize, and a notification is accepted.
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_call_works_without_initialize_and_notifications_are_accepted() {
+    let server = start().await;
+    let reply = server.call("owner", "list_orders", json!({ "restaurant_id": "rst_small" })).await;
+    assert_eq!(reply.ids("orders").len(), 3);
+    let http = server.rpc("owner", &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    assert_eq!(http.status, 202, "{}", http.text);
+}
+
+// PROTO-2
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_requests_get_json_rpc_errors_never_a_5xx() {
+    let server = start().await;
+    let auth = format!("Bearer {}", token("owner"));
+    let check = async |body: &str, status: u16, code: i64| {
+        let http = server.post_mcp(&[("authorization", &auth)], body.to_owned()).await;
+        assert_eq!(http.status, status, "{body}: {}", http.text);
+        assert_eq!(http.json["jsonrpc"], "2.0", "{body}: {}", http.text);
+        assert_eq!(http.json["error"]["code"], code, "{body}: {}", http.text);
+    };
+    check("not json", 400, -32700).await;
+    check(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list""#, 400, -32700).await;
+    check("", 400, -32700).await;
+    check("[]", 400, -32600).await;
+    check(r#"{"x":1}"#, 400, -32600).await;
+    check(r#"{"id":1,"method":"tools/list"}"#, 400, -32600).await;
+    check(r#"{"jsonrpc":"1.0","id":1,"method":"tools/list"}"#, 400, -32600).await;
+    check(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}"#, 400, -32600).await;
+    check(r#"{"jsonrpc":"2.0","id":1,"method":42}"#, 400, -32600).await;
+    check(r#"{"jsonrpc":"2.0","id":1,"method":"orders/cancel"}"#, 200, -32601).await;
+    check(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"cancel_order","arguments":{}}}"#,
+        200,
+        -32602,
+    )
+    .await;
+    check(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#, 200, -32602).await;
+    check(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#, 200, -32602).await;
+    check(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#, 200, -32602).await;
+    check(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_order","arguments":[1]}}"#,
+        200,
+        -32602,
+    )
+    .await;
+}
+
+// PROTO-2: the error answers carry the request's id, and odd-but-valid inputs are not 5xx either.
+#[tokio::test(flavor = "multi_thread")]
+async fn json_rpc_errors_echo_the_id_and_odd_inputs_are_never_5xx() {
+    let server = start().await;
+    let http = server.rpc("owner", &json!({ "jsonrpc": "2.0", "id": "abc", "method": "nope/nope" })).await;
+    assert_eq!(http.json["id"], "abc", "{}", http.text);
+    assert_eq!(http.json["error"]["code"], -32601);
+    let reply = server.call("owner", "no_such_tool", json!({})).await;
+    assert_eq!(reply.rpc_error(), Some(-32602), "{}", reply.body);
+    assert!(!reply.body.to_string().contains("no_such_tool"), "the unknown name is not echoed");
+    let odd = [
+        json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": { "name": "get_order", "arguments": null },
+        }),
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "" } }),
+        json!({ "jsonrpc": "2.0", "id": 1e300, "method": "tools/list" }),
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "cursor": 5 } }),
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "ping", "params": [] }),
+        json!({ "jsonrpc": "2.0", "id": 1, "result": {} }),
+    ];
+    for message in odd {
+        let http = server.rpc("owner", &message).await;
+        assert!(http.status < 500, "{message}: {} {}", http.status, http.text);
+    }
+    let http = server
+        .post_mcp(&[("authorization", &format!("Bearer {}", token("owner")))], vec![0xffu8, 0xfe])
+        .await;
+    assert_eq!(http.status, 400, "{}", http.text);
+}
+
+// PROTO-3
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_list_publishes_exactly_the_contract_tools_with_schemas_and_annotations() {
+    let server = start().await;
+    let tools = server.tools_list("owner").await;
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().expect("a name")).collect();
+    let expected: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
+    assert_eq!(tools.len(), 17);
+    assert_eq!(names, expected);
+    for descriptor in &tools {
+        let tool = ToolName::parse(descriptor["name"].as_str().unwrap_or_default()).expect("a contract tool");
+        assert!(descriptor["description"].as_str().is_some_and(|d| d.len() > 10), "{tool}: description");
+        let input = &descriptor["inputSchema"];
+        assert_eq!(input["$schema"], "https://json-schema.org/draft/2020-12/schema", "{tool}");
+        assert_eq!(input["type"], "object", "{tool}");
+        assert_eq!(input["additionalProperties"], false, "{tool}: closed input schema");
+        assert_eq!(input, &tool.input_schema(), "{tool}: the contract's input schema");
+        Validator::new(input).unwrap_or_else(|e| panic!("{tool}: input schema compiles: {e}"));
+        assert_eq!(descriptor["outputSchema"], tool.output_schema(), "{tool}: the contract's output schema");
+        Validator::new(&descriptor["outputSchema"]).unwrap_or_else(|e| panic!("{tool}: {e}"));
+        let a = &descriptor["annotations"];
+        match tool.kind() {
+            Kind::Read | Kind::Analytics => assert_eq!(a["readOnlyHint"], true, "{tool}"),
+            Kind::Write | Kind::KeyedWrite => {
+                assert_eq!(a["readOnlyHint"], false, "{tool}");
+                assert_eq!(a["destructiveHint"], false, "{tool}");
+            }
+        }
+        assert_eq!(a["idempotentHint"] == true, tool.kind() == Kind::KeyedWrite, "{tool}: idempotentHint");
+    }
+}
+
+// PROTO-3: the whole catalogue, as published, is a golden file (`cargo insta review` to update).
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_list_matches_snapshot() {
+    let server = start().await;
+    insta::assert_json_snapshot!("tools_list", server.tools_list("viewer").await);
+}
+
+// PROTO-5
+#[tokio::test(flavor = "multi_thread")]
+async fn foreign_origins_and_hosts_are_refused() {
+    let server = start().await;
+    let auth = format!("Bearer {}", token("owner"));
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }).to_string();
+    let check = async |header: &str, value: &str, status: u16| {
+        let http = server.post_mcp(&[("authorization", &auth), (header, value)], list.clone()).await;
+        assert_eq!(http.status, status, "{header}: {value}: {}", http.text);
+        if status == 200 {
+            assert_eq!(http.json["result"]["tools"].as_array().map(Vec::len), Some(17), "served");
+        }
+    };
+    check("origin", "https://evil.example", 403).await;
+    check("origin", "http://localhost.evil.example", 403).await;
+    check("origin", "http://127.0.0.1.evil.example:3000", 403).await;
+    check("origin", "null", 403).await;
+    check("origin", "http://localhost:3000", 200).await;
+    check("origin", "http://127.0.0.1:8080", 200).await;
+    check("origin", "http://localhost", 200).await;
+    check("host", "evil.example", 403).await;
+    // Refused before authentication: a foreign page learns nothing, not even "401".
+    let http = server.post_mcp(&[("origin", "https://evil.example")], list.clone()).await;
+    assert_eq!(http.status, 403);
+}

@@ -1,0 +1,232 @@
+//! Command line: our flags merged with cucumber's own (`--tags`, `--name`, `--concurrency`,
+//! `-v`, `--color`, …), the `init` subcommand, and the exit codes:
+//! 0 every required clause passed; 1 a clause failed (or, with `--require-all`, was skipped or
+//! not run); 2 a configuration or connection error, with a one-line reason on stderr.
+
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::Parser as _;
+
+use crate::features::FeatureSource;
+use crate::profile::{self, Profile};
+use crate::report::{self, Report};
+use crate::runner::{CucumberOpts, Outputs, run_features};
+
+#[derive(clap::Parser)]
+#[command(
+    name = "chataigne-conformance",
+    version,
+    about = "Certify an MCP server against the Chataigne restaurant contract",
+    long_about = "Certify an MCP server against the Chataigne restaurant contract.\n\n\
+        Exit codes: 0 every required clause passed; 1 a clause failed (or, with --require-all, \
+        was skipped or not run); 2 a configuration or connection error.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: CucumberOpts<RunArgs>,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Write a commented example profile to FILE (or to stdout)
+    Init {
+        /// Where to write it; refuses to overwrite
+        file: Option<PathBuf>,
+    },
+    /// Prove the suite: the reference server passes every clause, and each of its deliberate
+    /// defects fails the clause it breaks (needs the `embedded` feature)
+    SelfTest {
+        /// Write the kill matrix as Markdown
+        #[arg(long, value_name = "FILE")]
+        markdown: Option<PathBuf>,
+        /// The folder of .feature files [default: as for a run]
+        #[arg(long, value_name = "DIR")]
+        features: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RunArgs {
+    /// The profile: endpoint, persona tokens, ID map, control API (see `init`)
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// The MCP endpoint, overriding the profile's
+    #[arg(long, value_name = "URL", conflicts_with = "embedded")]
+    pub endpoint: Option<String>,
+    /// Write a JUnit XML report
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write a cucumber JSON report
+    #[arg(long, value_name = "FILE")]
+    pub cucumber_json: Option<PathBuf>,
+    /// Write the clause matrix as Markdown (for a CI step summary)
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write the clause matrix as JSON
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+    /// Run against the reference server, started in-process
+    #[arg(long, conflicts_with = "profile")]
+    pub embedded: bool,
+    /// Fail unless every clause of the contract passed (skipped and not run count as failures)
+    #[arg(long)]
+    pub require_all: bool,
+    /// The folder of .feature files [default: ./features if present, else the built-in copies]
+    #[arg(long, value_name = "DIR")]
+    pub features: Option<PathBuf>,
+}
+
+/// What a run came to.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: u8,
+    /// The one-line reason of an exit code 2.
+    pub error: Option<String>,
+    pub report: Option<Report>,
+}
+
+impl Outcome {
+    pub(crate) fn config_error(e: anyhow::Error) -> Outcome {
+        // One line: the chain joined, newlines folded.
+        let text = format!("{e:#}").replace('\n', " ");
+        Outcome { code: 2, error: Some(text), report: None }
+    }
+}
+
+/// The binary's entry point.
+pub fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let outcome = execute(cli, io::stdout());
+    if let Some(e) = &outcome.error {
+        eprintln!("chataigne-conformance: {e}");
+    }
+    std::process::ExitCode::from(outcome.code)
+}
+
+/// Parse `args` (the first is the program name) and run; for tests and embedding.
+pub fn execute_args<I, T, Out>(args: I, console: Out) -> Outcome
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+    Out: io::Write + 'static,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => execute(cli, console),
+        Err(e) => Outcome::config_error(anyhow::anyhow!(e.to_string().trim().to_owned())),
+    }
+}
+
+pub fn execute<Out: io::Write + 'static>(cli: Cli, console: Out) -> Outcome {
+    match cli.command {
+        Some(Command::Init { file }) => match init(file.as_deref()) {
+            Ok(()) => Outcome { code: 0, error: None, report: None },
+            Err(e) => Outcome::config_error(e),
+        },
+        Some(Command::SelfTest { markdown, features }) => {
+            crate::self_test::run(markdown.as_deref(), features.as_deref(), console)
+                .unwrap_or_else(Outcome::config_error)
+        }
+        None => run(cli.run, console).unwrap_or_else(Outcome::config_error),
+    }
+}
+
+fn init(file: Option<&Path>) -> anyhow::Result<()> {
+    let Some(file) = file else {
+        io::stdout().write_all(profile::EXAMPLE.as_bytes())?;
+        return Ok(());
+    };
+    if file.exists() {
+        bail!("{} exists already; not overwriting it", file.display());
+    }
+    create_parent(file)?;
+    std::fs::write(file, profile::EXAMPLE).with_context(|| format!("cannot write {}", file.display()))?;
+    eprintln!("wrote {}: fill in the endpoint and one token per persona", file.display());
+    Ok(())
+}
+
+fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> anyhow::Result<Outcome> {
+    let args = opts.custom.clone();
+    // Outputs first: a path we cannot write is a configuration error, better found before a run.
+    let junit = create_output(args.junit.as_deref())?;
+    let cucumber_json = create_output(args.cucumber_json.as_deref())?;
+    for path in [&args.markdown, &args.report_json].into_iter().flatten() {
+        create_parent(path)?;
+    }
+    let source = FeatureSource::choose(args.features.as_deref());
+
+    #[cfg(feature = "embedded")]
+    let mut _server = None;
+    let mut profile = if args.embedded {
+        #[cfg(feature = "embedded")]
+        {
+            let (server, profile) = crate::embedded::start(&[])?;
+            _server = Some(server);
+            profile
+        }
+        #[cfg(not(feature = "embedded"))]
+        bail!("--embedded: this build has no reference server (built without the `embedded` feature)")
+    } else {
+        let Some(path) = &args.profile else {
+            bail!("give --profile FILE (write one with `chataigne-conformance init FILE`) or --embedded");
+        };
+        Profile::load(path)?
+    };
+    if let Some(endpoint) = &args.endpoint {
+        profile.endpoint = Some(endpoint.clone());
+    }
+
+    let report = run_profile(profile, source, opts, Outputs { console, junit, cucumber_json })?;
+
+    if let Some(path) = &args.report_json {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, report::markdown(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    // Features that do not parse are a configuration error, though the report is written.
+    if let Some(e) = report.parse_errors.first() {
+        let error = Some(
+            format!("{} feature file(s) do not parse: {e}", report.parse_errors.len()).replace('\n', " "),
+        );
+        return Ok(Outcome { code: 2, error, report: Some(report) });
+    }
+    Ok(Outcome { code: report.exit_code(args.require_all), error: None, report: Some(report) })
+}
+
+/// Preflight, then the features, on a runtime of their own. `Err`: exit code 2.
+pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
+    profile: Profile,
+    source: FeatureSource,
+    opts: CucumberOpts<Custom>,
+    outputs: Outputs<Out>,
+) -> anyhow::Result<Report> {
+    // cucumber's run future is !Send: one thread, one current-thread runtime.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let ctx = runtime.block_on(crate::preflight::prepare(profile))?;
+    Ok(runtime.block_on(run_features(Arc::new(ctx), source, opts, outputs)))
+}
+
+pub(crate) fn create_parent(path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+fn create_output(path: Option<&Path>) -> anyhow::Result<Option<File>> {
+    let Some(path) = path else { return Ok(None) };
+    create_parent(path)?;
+    File::create(path).map(Some).with_context(|| format!("cannot write {}", path.display()))
+}

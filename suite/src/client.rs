@@ -1,0 +1,470 @@
+//! A small JSON-RPC client over reqwest that keeps what rmcp hides: raw HTTP status codes,
+//! headers and bodies, so scenarios can check the transport as well as the answer.
+//!
+//! Every call gives back an [`Exchange`] (never an `Err` for what the server answered): the
+//! request as sent (token redacted) and the response, or why there was none.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+/// The protocol version the suite asks for by default (PROTO-1).
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// Largest response body the suite reads: bigger than any conforming answer.
+const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// How much of a body a failure message shows.
+pub const SHOWN_BYTES: usize = 2048;
+
+/// One persona's connection to the endpoint.
+#[derive(Debug, Clone)]
+pub struct McpClient {
+    http: reqwest::Client,
+    endpoint: String,
+    token: Option<String>,
+    pub persona: Option<String>,
+    pub session_id: Option<String>,
+    pub protocol_version: Option<String>,
+    next_id: u64,
+    timeout: Duration,
+}
+
+/// One HTTP round trip.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub persona: Option<String>,
+    /// The JSON-RPC method, or `raw` for a body sent as is.
+    pub method: String,
+    pub tool: Option<String>,
+    pub url: String,
+    /// Sent headers, with secrets already redacted.
+    pub request_headers: Vec<(String, String)>,
+    /// The body as sent, cut to a displayable size.
+    pub request_body: String,
+    pub request_bytes: usize,
+    pub rpc_id: Option<u64>,
+    pub outcome: Result<HttpResponse, String>,
+    pub elapsed: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub content_type: String,
+    pub body: String,
+    /// The JSON-RPC response that answers this request, from a JSON body or an SSE stream.
+    pub message: Option<Value>,
+    /// Why `message` is missing, when a message was expected.
+    pub problem: Option<String>,
+}
+
+impl McpClient {
+    pub fn new(
+        http: reqwest::Client,
+        endpoint: &str,
+        token: Option<String>,
+        persona: Option<String>,
+        timeout: Duration,
+    ) -> McpClient {
+        McpClient {
+            http,
+            endpoint: endpoint.to_owned(),
+            token,
+            persona,
+            session_id: None,
+            protocol_version: None,
+            next_id: 0,
+            timeout,
+        }
+    }
+
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// `initialize` then `notifications/initialized`; keeps the session id and version.
+    /// The returned exchange is the `initialize` one.
+    pub async fn initialize(&mut self) -> Exchange {
+        self.initialize_with(PROTOCOL_VERSION, &[]).await
+    }
+
+    pub async fn initialize_with(&mut self, version: &str, extra: &[(String, String)]) -> Exchange {
+        self.session_id = None;
+        self.protocol_version = None;
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": { "name": "chataigne-conformance", "version": env!("CARGO_PKG_VERSION") },
+        });
+        let ex = self.request_with("initialize", params, extra).await;
+        if let Ok(resp) = &ex.outcome
+            && let Some(result) = resp.message.as_ref().and_then(|m| m.get("result"))
+        {
+            self.session_id = resp.header("mcp-session-id").map(str::to_owned);
+            self.protocol_version = result.get("protocolVersion").and_then(Value::as_str).map(str::to_owned);
+            // A notification has no answer to wait for; its status is not part of any clause.
+            let _ = self.notify("notifications/initialized", json!({})).await;
+        }
+        ex
+    }
+
+    pub fn is_initialized(&self) -> bool {
+        self.protocol_version.is_some()
+    }
+
+    pub async fn request(&mut self, method: &str, params: Value) -> Exchange {
+        self.request_with(method, params, &[]).await
+    }
+
+    pub async fn request_with(
+        &mut self,
+        method: &str,
+        params: Value,
+        extra: &[(String, String)],
+    ) -> Exchange {
+        self.next_id += 1;
+        let id = self.next_id;
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let tool = (method == "tools/call").then(|| params_tool(&body)).flatten();
+        let mut ex = self.post(method, serde_json::to_vec(&body).unwrap_or_default(), Some(id), extra).await;
+        ex.tool = tool;
+        ex
+    }
+
+    pub async fn notify(&mut self, method: &str, params: Value) -> Exchange {
+        let body = json!({ "jsonrpc": "2.0", "method": method, "params": params });
+        self.post(method, serde_json::to_vec(&body).unwrap_or_default(), None, &[]).await
+    }
+
+    pub async fn call_tool(&mut self, tool: &str, arguments: Value) -> Exchange {
+        self.request("tools/call", json!({ "name": tool, "arguments": arguments })).await
+    }
+
+    /// A body sent as is (bad JSON, invalid objects, oversized bodies). `rpc_id` is the id the
+    /// answer should carry, if any.
+    pub async fn post_raw(
+        &mut self,
+        body: Vec<u8>,
+        rpc_id: Option<u64>,
+        extra: &[(String, String)],
+    ) -> Exchange {
+        self.post("raw", body, rpc_id, extra).await
+    }
+
+    /// The next JSON-RPC id, for raw bodies that want an answer.
+    pub fn take_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    async fn post(
+        &mut self,
+        method: &str,
+        body: Vec<u8>,
+        rpc_id: Option<u64>,
+        extra: &[(String, String)],
+    ) -> Exchange {
+        let mut headers = HeaderMap::new();
+        let mut shown = Vec::new();
+        let mut put = |name: &str, value: &str, shown_value: &str| {
+            if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+                headers.insert(n, v);
+                shown.push((name.to_owned(), shown_value.to_owned()));
+            }
+        };
+        put("content-type", "application/json", "application/json");
+        put("accept", "application/json, text/event-stream", "application/json, text/event-stream");
+        if let Some(token) = &self.token {
+            put("authorization", &format!("Bearer {token}"), "Bearer ***");
+        }
+        if let Some(session) = &self.session_id {
+            put("mcp-session-id", session, session);
+        }
+        if let Some(version) = &self.protocol_version {
+            put("mcp-protocol-version", version, version);
+        }
+        for (name, value) in extra {
+            let secret = name.eq_ignore_ascii_case("authorization");
+            put(name, value, if secret { "***" } else { value });
+        }
+        let request_bytes = body.len();
+        let request_body = cut(&String::from_utf8_lossy(&body), SHOWN_BYTES);
+        let started = Instant::now();
+        let send = self.http.post(&self.endpoint).headers(headers).body(body).send();
+        let outcome = match tokio::time::timeout(self.timeout, async {
+            let resp = send.await.map_err(|e| describe_reqwest(&e))?;
+            read_response(resp, rpc_id).await
+        })
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
+        };
+        Exchange {
+            persona: self.persona.clone(),
+            method: method.to_owned(),
+            tool: None,
+            url: self.endpoint.clone(),
+            request_headers: shown,
+            request_body,
+            request_bytes,
+            rpc_id,
+            outcome,
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+fn params_tool(body: &Value) -> Option<String> {
+    body.pointer("/params/name").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// reqwest's Display hides the cause ("error sending request"); the chain says "connection refused".
+pub fn describe_reqwest(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let _ = write!(text, ": {cause}");
+        source = cause.source();
+    }
+    if e.is_timeout() { format!("timed out: {text}") } else { text }
+}
+
+async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> Result<HttpResponse, String> {
+    let status = resp.status().as_u16();
+    let headers: Vec<(String, String)> = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let sse = content_type.starts_with("text/event-stream");
+    let mut bytes = Vec::new();
+    // Read chunk by chunk: an SSE stream may stay open after the answer, so stop once it came.
+    while let Some(chunk) = resp.chunk().await.map_err(|e| describe_reqwest(&e))? {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_RESPONSE_BYTES {
+            return Err(format!("the response body exceeds {MAX_RESPONSE_BYTES} bytes"));
+        }
+        if sse && find_sse_message(&String::from_utf8_lossy(&bytes), rpc_id).is_some() {
+            break;
+        }
+    }
+    let body = String::from_utf8_lossy(&bytes).into_owned();
+    let (message, problem) = if sse {
+        match find_sse_message(&body, rpc_id) {
+            Some(m) => (Some(m), None),
+            None => (None, Some("the event stream holds no JSON-RPC answer to this request".to_owned())),
+        }
+    } else if content_type.starts_with("application/json") {
+        match serde_json::from_str::<Value>(&body) {
+            Ok(v) if v.get("jsonrpc").is_some() && !answers(&v, rpc_id) => {
+                (None, Some(format!("the JSON-RPC answer is for another request (id {})", v["id"])))
+            }
+            Ok(v) if v.get("jsonrpc").is_some() => (Some(v), None),
+            Ok(_) => (None, Some("the JSON body is not a JSON-RPC message".to_owned())),
+            Err(e) => (None, Some(format!("the body is not valid JSON ({e})"))),
+        }
+    } else if body.is_empty() {
+        (None, Some("empty body".to_owned()))
+    } else {
+        let ct = if content_type.is_empty() { "no content type" } else { &content_type };
+        (None, Some(format!("the body is {ct}, not JSON-RPC")))
+    };
+    Ok(HttpResponse { status, headers, content_type, body, message, problem })
+}
+
+/// The `data:` payload of the SSE event answering `rpc_id` (or the first response if no id).
+pub fn find_sse_message(stream: &str, rpc_id: Option<u64>) -> Option<Value> {
+    let stream = stream.replace("\r\n", "\n");
+    for event in stream.split("\n\n") {
+        let data: Vec<&str> = event
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect();
+        if data.is_empty() {
+            continue;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(&data.join("\n")) else { continue };
+        let is_answer = value.get("result").is_some() || value.get("error").is_some();
+        if is_answer && answers(&value, rpc_id) {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// Whether `message` answers the request `rpc_id` (a null id answers anything: parse errors).
+fn answers(message: &Value, rpc_id: Option<u64>) -> bool {
+    match rpc_id {
+        Some(id) => message.get("id").and_then(Value::as_u64) == Some(id) || message["id"].is_null(),
+        None => true,
+    }
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+impl Exchange {
+    pub fn response(&self) -> Option<&HttpResponse> {
+        self.outcome.as_ref().ok()
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        self.response().map(|r| r.status)
+    }
+
+    pub fn message(&self) -> Option<&Value> {
+        self.response().and_then(|r| r.message.as_ref())
+    }
+
+    /// The JSON-RPC `result`.
+    pub fn result(&self) -> Option<&Value> {
+        self.message().and_then(|m| m.get("result"))
+    }
+
+    /// The JSON-RPC `error`.
+    pub fn rpc_error(&self) -> Option<&Value> {
+        self.message().and_then(|m| m.get("error"))
+    }
+
+    pub fn structured(&self) -> Option<&Value> {
+        self.result().and_then(|r| r.get("structuredContent"))
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.result().and_then(|r| r.get("isError")).and_then(Value::as_bool) == Some(true)
+    }
+
+    /// The text content blocks of a tool result.
+    pub fn texts(&self) -> Vec<&str> {
+        self.result()
+            .and_then(|r| r.get("content"))
+            .and_then(Value::as_array)
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The request_id of the answer: `meta.request_id`, else the `x-request-id` header.
+    pub fn request_id(&self) -> Option<&str> {
+        self.structured()
+            .and_then(|s| s.pointer("/meta/request_id"))
+            .and_then(Value::as_str)
+            .or_else(|| self.response().and_then(|r| r.header("x-request-id")))
+    }
+
+    /// A one-line account of the answer, for "got: …".
+    pub fn summary(&self) -> String {
+        let resp = match &self.outcome {
+            Ok(r) => r,
+            Err(e) => return format!("no answer ({e})"),
+        };
+        if let Some(err) = self.rpc_error() {
+            return format!("HTTP {}, JSON-RPC error {}", resp.status, compact(err, 200));
+        }
+        if let Some(s) = self.structured() {
+            if let Some(code) = s.pointer("/data/error/code").and_then(Value::as_str) {
+                return format!("HTTP {}, tool error {code}", resp.status);
+            }
+            return format!("HTTP {}, success", resp.status);
+        }
+        if self.result().is_some() {
+            return format!("HTTP {}, a result without structuredContent", resp.status);
+        }
+        match &resp.problem {
+            Some(p) => format!("HTTP {}, {p}", resp.status),
+            None => format!("HTTP {}", resp.status),
+        }
+    }
+
+    /// The request and the response as a failure message shows them: secrets redacted,
+    /// bodies cut to about 2 KiB.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let who = self.persona.as_deref().map(|p| format!(" as \"{p}\"")).unwrap_or_default();
+        let what = match &self.tool {
+            Some(tool) => format!("tools/call {tool}"),
+            None => self.method.clone(),
+        };
+        let _ = writeln!(out, "request{who}: POST {} ({what}, {} bytes)", self.url, self.request_bytes);
+        for (k, v) in &self.request_headers {
+            let _ = writeln!(out, "  {k}: {v}");
+        }
+        let _ = writeln!(out, "  {}", self.request_body);
+        match &self.outcome {
+            Err(e) => {
+                let _ = writeln!(out, "response: none after {} ms ({e})", self.elapsed.as_millis());
+            }
+            Ok(r) => {
+                let _ = writeln!(out, "response: HTTP {} in {} ms", r.status, self.elapsed.as_millis());
+                for name in ["content-type", "x-request-id", "mcp-session-id", "www-authenticate"] {
+                    if let Some(v) = r.header(name) {
+                        let _ = writeln!(out, "  {name}: {v}");
+                    }
+                }
+                let body = match &r.message {
+                    Some(m) => compact(m, SHOWN_BYTES),
+                    None => cut(&r.body, SHOWN_BYTES),
+                };
+                let _ = writeln!(out, "  {body}");
+            }
+        }
+        let _ = write!(out, "request_id: {}", self.request_id().unwrap_or("(none)"));
+        out
+    }
+}
+
+/// Serialized JSON, cut to `max` bytes.
+pub fn compact(value: &Value, max: usize) -> String {
+    cut(&value.to_string(), max)
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, saying how much was left out.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &text[..end], text.len() - end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_answer_is_found_by_id() {
+        let stream = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n\
+                      id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n\
+                      data: {\"jsonrpc\":\"2.0\",\"id\":4,\r\ndata: \"result\":{\"ok\":true}}\r\n\r\n";
+        assert_eq!(find_sse_message(stream, Some(3)).unwrap()["id"], 3);
+        assert_eq!(find_sse_message(stream, Some(4)).unwrap()["result"]["ok"], true);
+        assert!(find_sse_message(stream, Some(5)).is_none());
+    }
+
+    #[test]
+    fn cut_respects_char_boundaries() {
+        assert_eq!(cut("abc", 5), "abc");
+        assert_eq!(cut("éé", 3), "é… (2 more bytes)");
+    }
+}

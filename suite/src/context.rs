@@ -1,0 +1,165 @@
+//! What every scenario shares in one run: the profile, the dataset, the HTTP client, the
+//! capabilities probed at start, and the tool list the server published.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use chataigne_contract::dataset::Dataset;
+use chataigne_contract::schema::Validator;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::client::McpClient;
+use crate::control::Control;
+use crate::profile::{IdMap, Profile};
+
+/// The published dataset, built in so the binary works anywhere.
+pub const EMBEDDED_DATASET: &str = include_str!("../../fixtures/dataset.json");
+
+/// What the server under test offers beyond the contract; scenarios needing an absent one are
+/// skipped, never passed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Capabilities {
+    pub control_api: bool,
+    pub server_log: bool,
+    /// What `GET {control}` listed.
+    pub control_features: Vec<String>,
+}
+
+impl Capabilities {
+    /// Why a scenario with these tags cannot run here, if it cannot. `@needs-control-api` needs
+    /// the control API; `@needs-control-<capability>` (e.g. `@needs-control-orders`) needs it to
+    /// list that capability; `@needs-server-log` needs the server's log.
+    pub fn skip_reason<'a>(&self, tags: impl IntoIterator<Item = &'a String>) -> Option<String> {
+        for tag in tags {
+            if tag == "needs-server-log" && !self.server_log {
+                return Some("needs server log".to_owned());
+            }
+            let Some(cap) = tag.strip_prefix("needs-control-") else { continue };
+            if !self.control_api {
+                return Some("needs control API".to_owned());
+            }
+            if cap != "api" && !self.control_features.iter().any(|f| f == cap) {
+                return Some(format!("needs control API capability `{cap}`"));
+            }
+        }
+        None
+    }
+}
+
+/// The tools the server itself listed, with their output schemas compiled (PROTO-4 validates
+/// against what the server published, not against the contract's copy).
+#[derive(Debug, Default)]
+pub struct Published {
+    pub tools: Vec<Value>,
+    pub output_validators: HashMap<String, Result<Arc<OutputValidator>, String>>,
+    /// Why the list is empty, when tools/list failed at start.
+    pub problem: Option<String>,
+}
+
+/// A tool's published output schema, and its `oneOf` branches apart: "fails `oneOf`" says
+/// nothing, the closest branch's failures say what is wrong.
+#[derive(Debug)]
+pub struct OutputValidator {
+    whole: Validator,
+    /// Each `oneOf` branch, flagged when it describes the error envelope (`data.error`).
+    branches: Vec<(bool, Validator)>,
+}
+
+impl OutputValidator {
+    pub fn new(schema: &Value) -> Result<OutputValidator, String> {
+        let whole = Validator::new(schema)?;
+        let branches = schema
+            .get("oneOf")
+            .and_then(Value::as_array)
+            .map(|bs| {
+                bs.iter()
+                    .filter_map(|b| {
+                        let is_error = b.pointer("/properties/data/properties/error").is_some();
+                        Validator::new(b).ok().map(|v| (is_error, v))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(OutputValidator { whole, branches })
+    }
+
+    /// Empty when `instance` is valid; else the failures against the branch it meant to be
+    /// (the error envelope if it has `data.error`, the success one otherwise).
+    pub fn failures(&self, instance: &Value) -> Vec<String> {
+        if self.whole.is_valid(instance) {
+            return Vec::new();
+        }
+        let is_error = instance.pointer("/data/error").is_some();
+        self.branches
+            .iter()
+            .filter(|(e, _)| *e == is_error)
+            .map(|(_, b)| b.failures(instance))
+            .find(|f| !f.is_empty())
+            .unwrap_or_else(|| self.whole.failures(instance))
+    }
+}
+
+impl Published {
+    pub fn new(tools: Vec<Value>) -> Published {
+        let output_validators = tools
+            .iter()
+            .filter_map(|t| {
+                let name = t.get("name")?.as_str()?.to_owned();
+                let schema = t.get("outputSchema")?;
+                Some((name, OutputValidator::new(schema).map(Arc::new)))
+            })
+            .collect();
+        Published { tools, output_validators, problem: None }
+    }
+}
+
+#[derive(Debug)]
+pub struct RunContext {
+    pub profile: Profile,
+    pub endpoint: String,
+    pub dataset: Dataset,
+    pub id_map: IdMap,
+    pub http: reqwest::Client,
+    pub timeout: Duration,
+    pub control: Option<Control>,
+    pub capabilities: Capabilities,
+    pub published: Published,
+}
+
+impl RunContext {
+    /// A client for `persona`, not yet initialized; `None` if the profile has no token for it.
+    pub fn client(&self, persona: &str) -> Option<McpClient> {
+        let token = self.profile.tokens.get(persona)?;
+        Some(self.anonymous_client(Some(token.clone()), Some(persona.to_owned())))
+    }
+
+    pub fn anonymous_client(&self, token: Option<String>, persona: Option<String>) -> McpClient {
+        McpClient::new(self.http.clone(), &self.endpoint, token, persona, self.timeout)
+    }
+}
+
+pub fn load_dataset(path: Option<&Path>) -> anyhow::Result<Dataset> {
+    match path {
+        None => Dataset::from_json(EMBEDDED_DATASET).context("the built-in dataset does not parse"),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read dataset {}", path.display()))?;
+            Dataset::from_json(&text).with_context(|| format!("bad dataset {}", path.display()))
+        }
+    }
+}
+
+pub fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    // Calls time out through `tokio::time::timeout` at `timeout`, with one message for every
+    // phase; reqwest's own limit is only a backstop.
+    reqwest::Client::builder()
+        .timeout(timeout + Duration::from_secs(1))
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .context("cannot build the HTTP client")
+}

@@ -1,0 +1,95 @@
+//! The optional control API of a server under test (time travel, faults, deadlines, membership
+//! revocation). The reference server has it; scenarios that need it are tagged
+//! `@needs-control-api` and are skipped when the profile gives none.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use crate::client::{cut, describe_reqwest};
+
+#[derive(Debug, Clone)]
+pub struct Control {
+    http: reqwest::Client,
+    base: String,
+    secret: String,
+    timeout: Duration,
+}
+
+impl Control {
+    pub fn new(http: reqwest::Client, base: &str, secret: &str, timeout: Duration) -> Control {
+        Control { http, base: base.trim_end_matches('/').to_owned(), secret: secret.to_owned(), timeout }
+    }
+
+    /// `GET {base}`: the capabilities the control API offers.
+    pub async fn probe(&self) -> anyhow::Result<Vec<String>> {
+        let body = self.send(reqwest::Method::GET, "", None).await?;
+        let caps = body
+            .get("capabilities")
+            .and_then(Value::as_array)
+            .context("the answer has no `capabilities` list")?;
+        Ok(caps.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+    }
+
+    pub async fn reset(&self) -> anyhow::Result<()> {
+        self.send(reqwest::Method::POST, "/reset", Some(json!({}))).await.map(drop)
+    }
+
+    pub async fn advance_clock(&self, seconds: u64) -> anyhow::Result<()> {
+        self.send(reqwest::Method::POST, "/clock/advance", Some(json!({ "seconds": seconds })))
+            .await
+            .map(drop)
+    }
+
+    /// `fault` is the body of `POST /faults`, e.g. `{"tool": "get_order", "error": "internal"}`.
+    pub async fn add_fault(&self, fault: Value) -> anyhow::Result<()> {
+        self.send(reqwest::Method::POST, "/faults", Some(fault)).await.map(drop)
+    }
+
+    pub async fn clear_faults(&self) -> anyhow::Result<()> {
+        self.send(reqwest::Method::DELETE, "/faults", None).await.map(drop)
+    }
+
+    /// `deadlines` is `{"read_ms"?, "analytics_ms"?, "write_ms"?}`.
+    pub async fn set_deadlines(&self, deadlines: Value) -> anyhow::Result<()> {
+        self.send(reqwest::Method::POST, "/deadlines", Some(deadlines)).await.map(drop)
+    }
+
+    /// IDs are the server's (already mapped).
+    pub async fn revoke_membership(&self, user_id: &str, organization_id: &str) -> anyhow::Result<()> {
+        let body = json!({ "user_id": user_id, "organization_id": organization_id });
+        self.send(reqwest::Method::POST, "/memberships/revoke", Some(body)).await.map(drop)
+    }
+
+    /// A new order arrives now in the restaurant (server ID); the answer is the order.
+    pub async fn new_order(&self, restaurant_id: &str) -> anyhow::Result<Value> {
+        self.send(reqwest::Method::POST, "/orders", Some(json!({ "restaurant_id": restaurant_id }))).await
+    }
+
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+        let url = format!("{}{path}", self.base);
+        let mut req = self
+            .http
+            .request(method.clone(), &url)
+            .header("x-control-secret", &self.secret)
+            .timeout(self.timeout);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| anyhow::anyhow!("control API {method} {url}: {}", describe_reqwest(&e)))?;
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        if !status.is_success() {
+            bail!("control API {method} {url}: HTTP {} {}", status.as_u16(), cut(&text, 300));
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text)
+            .with_context(|| format!("control API {method} {url}: the answer is not JSON"))
+    }
+}

@@ -1,0 +1,111 @@
+//! `--embedded`: the reference server in-process, on its own multi-thread runtime in a background
+//! thread, with a profile that points at it and a log file the suite can search (SEC-1).
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use anyhow::Context;
+
+use crate::context::load_dataset;
+use crate::profile::{ControlConfig, DEFAULT_TIMEOUT_MS, Profile};
+
+/// Stops the server when dropped.
+pub struct EmbeddedServer {
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for EmbeddedServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The reference server with `defects` switched on (none for a real run).
+pub fn start(defects: &[mock_server::Defect]) -> anyhow::Result<(EmbeddedServer, Profile)> {
+    let secret = format!("embedded-{}", std::process::id());
+    let log_path = install_log()?;
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("cannot bind 127.0.0.1:0")?;
+    listener.set_nonblocking(true)?;
+    let port = listener.local_addr()?.port();
+
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<()>>();
+    let mut config = mock_server::Config::for_tests(&secret);
+    config.defects = defects.to_vec();
+    let thread = std::thread::Builder::new().name("chataigne-mock".into()).spawn(move || {
+        let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e.into()));
+                return;
+            }
+        };
+        runtime.block_on(async move {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.into()));
+                    return;
+                }
+            };
+            let _ = ready_tx.send(Ok(()));
+            let shutdown = async move {
+                let _ = rx.await;
+            };
+            if let Err(e) = mock_server::run(listener, config, shutdown).await {
+                tracing::error!("the embedded server stopped: {e:#}");
+            }
+        });
+    })?;
+    ready_rx.recv().context("the embedded server thread died")??;
+
+    let dataset = load_dataset(None)?;
+    let base = format!("http://127.0.0.1:{port}");
+    let tokens = dataset
+        .personas
+        .iter()
+        .map(|p| (p.persona.clone(), format!("{}{}", mock_server::DEV_TOKEN_PREFIX, p.persona)))
+        .collect();
+    let profile = Profile {
+        endpoint: Some(format!("{base}/mcp")),
+        stdio_command: None,
+        tokens,
+        id_map: Default::default(),
+        control: Some(ControlConfig { url: format!("{base}/control"), secret }),
+        server_log: Some(log_path),
+        dataset: None,
+        timeout_ms: DEFAULT_TIMEOUT_MS,
+    };
+    Ok((EmbeddedServer { shutdown: Some(tx), thread: Some(thread) }, profile))
+}
+
+/// The server logs through `tracing`: send everything to a JSON file, as a deployment would.
+/// One subscriber per process, so every embedded server of a self-test shares the file.
+fn install_log() -> anyhow::Result<PathBuf> {
+    static LOG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(path) = LOG.get() {
+        return Ok(path.clone());
+    }
+    let path = std::env::temp_dir().join(format!("chataigne-embedded-{}.log", std::process::id()));
+    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_ansi(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info,mock_server=debug"))
+        .with_writer(Mutex::new(file))
+        .finish();
+    // A second embedded run in the same process keeps the first subscriber and its file.
+    if tracing::subscriber::set_global_default(subscriber).is_err() {
+        tracing::warn!("a global tracing subscriber was already installed");
+    }
+    Ok(LOG.get_or_init(|| path).clone())
+}

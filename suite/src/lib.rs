@@ -1,0 +1,22 @@
+//! The Chataigne conformance suite as a library: the binary is a thin `main` over [`cli::main`],
+//! and tests drive the same code through [`cli::execute_args`].
+//!
+//! Code map: `cli` (flags, exit codes) → `preflight` (reach the server, probe capabilities,
+//! builds a `context::RunContext`) → `runner` (cucumber with `features::FeatureParser`, the
+//! `steps`, and `report::Reporter`) → `report` (the clause matrix and its renderings).
+//! Steps talk to the server through `world::ConformanceWorld`, which wraps `client::McpClient`.
+
+pub mod cli;
+pub mod client;
+pub mod context;
+pub mod control;
+#[cfg(feature = "embedded")]
+pub mod embedded;
+pub mod features;
+pub mod preflight;
+pub mod profile;
+pub mod report;
+pub mod runner;
+pub mod self_test;
+pub mod steps;
+pub mod world;

@@ -1,0 +1,199 @@
+//! The profile: how the suite reaches a server under test (endpoint, persona tokens, ID map,
+//! control API, server log), read from TOML.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The commented example `init` writes; the same text as `ci/profile.example.toml`.
+pub const EXAMPLE: &str = include_str!("../../ci/profile.example.toml");
+
+/// Default wait for one answer.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub endpoint: Option<String>,
+    pub stdio_command: Option<Vec<String>>,
+    #[serde(default)]
+    pub tokens: BTreeMap<String, String>,
+    #[serde(default)]
+    pub id_map: BTreeMap<String, String>,
+    pub control: Option<ControlConfig>,
+    pub server_log: Option<PathBuf>,
+    pub dataset: Option<PathBuf>,
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+}
+
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlConfig {
+    pub url: String,
+    pub secret: String,
+}
+
+impl Profile {
+    pub fn load(path: &Path) -> anyhow::Result<Profile> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read profile {}", path.display()))?;
+        Profile::parse(&text).with_context(|| format!("bad profile {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<Profile> {
+        // toml's message names the line and column; keep it on one line for the exit-2 reason.
+        let mut profile: Profile =
+            toml::from_str(text).map_err(|e| anyhow::anyhow!(e.to_string().replace('\n', " ")))?;
+        for (persona, token) in &mut profile.tokens {
+            *token = resolve_secret(token).with_context(|| format!("token of {persona}"))?;
+        }
+        if let Some(control) = &mut profile.control {
+            control.secret = resolve_secret(&control.secret).context("control.secret")?;
+        }
+        Ok(profile)
+    }
+
+    /// The checks that make a run meaningless if they fail (exit code 2).
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if self.stdio_command.is_some() && self.endpoint.is_none() {
+            bail!("stdio_command is not supported yet: give the server's Streamable HTTP endpoint");
+        }
+        let Some(endpoint) = &self.endpoint else {
+            bail!("no endpoint: set `endpoint` in the profile or pass --endpoint");
+        };
+        check_url(endpoint).context("endpoint")?;
+        if self.tokens.is_empty() {
+            bail!("no persona token: the profile needs a [tokens] table (see `init`)");
+        }
+        if let Some(control) = &self.control {
+            check_url(&control.url).context("control.url")?;
+        }
+        if self.timeout_ms == 0 {
+            bail!("timeout_ms must be positive");
+        }
+        Ok(())
+    }
+
+    pub fn endpoint(&self) -> &str {
+        self.endpoint.as_deref().unwrap_or_default()
+    }
+
+    pub fn id_map(&self) -> IdMap {
+        IdMap::new(self.id_map.clone())
+    }
+}
+
+/// `env:NAME` reads the secret from the environment, so CI keeps tokens out of the profile.
+fn resolve_secret(value: &str) -> anyhow::Result<String> {
+    match value.strip_prefix("env:") {
+        None => Ok(value.to_owned()),
+        Some(name) => std::env::var(name).with_context(|| format!("environment variable {name} is not set")),
+    }
+}
+
+fn check_url(url: &str) -> anyhow::Result<()> {
+    let parsed: reqwest::Url = url.parse().with_context(|| format!("`{url}` is not a URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        bail!("`{url}` is not an http(s) URL");
+    }
+    Ok(())
+}
+
+/// Dataset IDs ↔ the server's IDs. Scenarios speak dataset IDs; what goes on the wire is mapped
+/// out, what comes back is mapped in before any comparison.
+#[derive(Debug, Clone, Default)]
+pub struct IdMap {
+    out: BTreeMap<String, String>,
+    back: BTreeMap<String, String>,
+}
+
+impl IdMap {
+    pub fn new(out: BTreeMap<String, String>) -> IdMap {
+        let back = out.iter().map(|(k, v)| (v.clone(), k.clone())).collect();
+        IdMap { out, back }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    pub fn to_server(&self, id: &str) -> String {
+        self.out.get(id).cloned().unwrap_or_else(|| id.to_owned())
+    }
+
+    pub fn to_dataset(&self, id: &str) -> String {
+        self.back.get(id).cloned().unwrap_or_else(|| id.to_owned())
+    }
+
+    /// Every string of `value` that is a dataset ID, replaced by the server's.
+    pub fn outbound(&self, value: &Value) -> Value {
+        map_strings(value, &self.out)
+    }
+
+    /// Every string of `value` that is a server ID, replaced by the dataset's.
+    pub fn inbound(&self, value: &Value) -> Value {
+        map_strings(value, &self.back)
+    }
+}
+
+fn map_strings(value: &Value, map: &BTreeMap<String, String>) -> Value {
+    if map.is_empty() {
+        return value.clone();
+    }
+    match value {
+        Value::String(s) => Value::String(map.get(s).cloned().unwrap_or_else(|| s.clone())),
+        Value::Array(items) => Value::Array(items.iter().map(|v| map_strings(v, map)).collect()),
+        Value::Object(fields) => {
+            Value::Object(fields.iter().map(|(k, v)| (k.clone(), map_strings(v, map))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_parses_and_validates() {
+        let profile = Profile::parse(EXAMPLE).unwrap();
+        profile.validate().unwrap();
+        assert_eq!(profile.tokens.len(), 9);
+        assert_eq!(profile.timeout_ms, DEFAULT_TIMEOUT_MS);
+    }
+
+    #[test]
+    fn bad_profiles_are_refused() {
+        let check = |text: &str, needle: &str| {
+            let err = Profile::parse(text).and_then(|p| p.validate()).unwrap_err();
+            let msg = format!("{err:#}");
+            assert!(msg.contains(needle), "{msg}");
+        };
+        check("endpoint = 3", "invalid type");
+        check("endpont = \"http://x/mcp\"", "unknown field");
+        check("[tokens]\nowner = \"t\"", "no endpoint");
+        check("endpoint = \"ftp://x/mcp\"\n[tokens]\nowner = \"t\"", "not an http(s) URL");
+        check("endpoint = \"http://x/mcp\"", "no persona token");
+        check("stdio_command = [\"x\"]\n[tokens]\nowner = \"t\"", "not supported yet");
+        check(
+            "endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"env:CHATAIGNE_UNSET_VAR\"",
+            "CHATAIGNE_UNSET_VAR is not set",
+        );
+    }
+
+    #[test]
+    fn id_map_goes_both_ways() {
+        let map = IdMap::new([("rst_a".to_owned(), "R1".to_owned())].into());
+        let sent = map.outbound(&serde_json::json!({"restaurant_id": "rst_a", "n": [1, "rst_a"]}));
+        assert_eq!(sent, serde_json::json!({"restaurant_id": "R1", "n": [1, "R1"]}));
+        assert_eq!(map.inbound(&sent)["restaurant_id"], "rst_a");
+    }
+}

@@ -1,0 +1,126 @@
+//! Assembles cucumber (our parser, the step collection, hooks, our writer) and runs the features
+//! against a prepared [`RunContext`], giving back the clause matrix.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use cucumber::{ArbitraryWriter as _, Cucumber, World as _, WriterExt as _, cli, writer};
+use futures::FutureExt as _;
+
+use crate::context::RunContext;
+use crate::features::{ALLOW_SKIPPED, FeatureParser, FeatureSource};
+use crate::report::{
+    Collector, Finding, Report, ReportHeader, Reporter, RunLog, ScenarioExtras, scenario_key,
+};
+use crate::world::ConformanceWorld;
+
+/// cucumber's CLI (filters, runner, console) with ours as the custom part.
+pub type CucumberOpts<Custom> =
+    cli::Opts<cli::Empty, cucumber::runner::basic::Cli, writer::basic::Cli, Custom>;
+
+/// Where the run's side outputs go; files are opened by the caller so a bad path fails early.
+pub struct Outputs<Out> {
+    pub console: Out,
+    pub junit: Option<File>,
+    pub cucumber_json: Option<File>,
+}
+
+/// Scenarios run one at a time by default: they share one server whose state (revocations, rate
+/// limits, resets) would otherwise leak between them. `--concurrency N` overrides.
+const DEFAULT_CONCURRENCY: usize = 1;
+
+pub async fn run_features<Out, Custom>(
+    ctx: Arc<RunContext>,
+    source: FeatureSource,
+    opts: CucumberOpts<Custom>,
+    outputs: Outputs<Out>,
+) -> Report
+where
+    Out: io::Write + 'static,
+    Custom: clap::Args,
+{
+    let capabilities = ctx.capabilities.clone();
+    let collector = Rc::new(RefCell::new(Collector::new(capabilities.clone())));
+    let log = Rc::new(RefCell::new(RunLog::default()));
+
+    let console = writer::Basic::raw(outputs.console, writer::Coloring::Auto, 0);
+    let reporter = Reporter::new(console, outputs.junit, outputs.cucumber_json, Rc::clone(&collector));
+    // An unmatched step fails its scenario, unless the scenario allows skipping (the parser
+    // tags scenarios skipped for a missing capability so).
+    let writer = reporter
+        .fail_on_skipped_with(
+            |_: &cucumber::gherkin::Feature,
+             _: Option<&cucumber::gherkin::Rule>,
+             sc: &cucumber::gherkin::Scenario| { !sc.tags.iter().any(|t| t == ALLOW_SKIPPED) },
+        )
+        .normalized();
+
+    let before_ctx = Arc::clone(&ctx);
+    let after_ctx = Arc::clone(&ctx);
+    let after_log = Rc::clone(&log);
+    let cucumber = Cucumber::<ConformanceWorld, _, _, _, _, cli::Empty>::custom(
+        FeatureParser { capabilities: capabilities.clone() },
+        cucumber::runner::Basic::default(),
+        writer,
+    )
+    .steps(ConformanceWorld::collection())
+    .max_concurrent_scenarios(DEFAULT_CONCURRENCY)
+    .before(move |feature, rule, scenario, world| {
+        let ctx = Arc::clone(&before_ctx);
+        async move {
+            let tags: Vec<String> = feature
+                .tags
+                .iter()
+                .chain(rule.iter().flat_map(|r| &r.tags))
+                .chain(&scenario.tags)
+                .cloned()
+                .collect();
+            world.install(ctx, &scenario.name, &tags);
+        }
+        .boxed_local()
+    })
+    .after(move |feature, _rule, scenario, _finished, world| {
+        let log = Rc::clone(&after_log);
+        let ctx = Arc::clone(&after_ctx);
+        async move {
+            let Some(world) = world else { return };
+            {
+                let mut log = log.borrow_mut();
+                let key = scenario_key(feature, scenario);
+                log.scenarios.insert(key, ScenarioExtras { request_ids: world.request_ids() });
+                for (_, v) in &world.schema_violations {
+                    log.findings.push(Finding {
+                        clause: "PROTO-4".to_owned(),
+                        detail: format!("{}: {v}", scenario.name),
+                    });
+                }
+            }
+            // A scenario that changed server state leaves it as it found it.
+            if world.dirty
+                && let Some(control) = &ctx.control
+            {
+                if let Err(e) = control.reset().await {
+                    panic!("resetting the server after the scenario failed: {e:#}");
+                }
+                if let Err(e) = control.clear_faults().await {
+                    panic!("clearing injected faults after the scenario failed: {e:#}");
+                }
+            }
+        }
+        .boxed_local()
+    })
+    .with_cli(opts);
+
+    let mut writer = cucumber.run(source.clone()).await;
+
+    let scenarios = collector.borrow().results(&log.borrow());
+    let parse_errors = collector.borrow().parse_errors.clone();
+    let findings = log.borrow().findings.clone();
+    let header = ReportHeader { endpoint: ctx.endpoint.clone(), features: source.describe(), capabilities };
+    let report = Report::build(&scenarios, &findings, header, parse_errors);
+    writer.write(crate::report::console_matrix(&report)).await;
+    report
+}

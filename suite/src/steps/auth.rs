@@ -1,0 +1,177 @@
+//! Authentication at the HTTP edge: sessions without a token, with a bad one, or with a token
+//! for another audience (AUTH-1, AUTH-2), the bearer challenge and the protected resource
+//! metadata (RFC 9728); and comparing two refusals (AUTH-4).
+
+use anyhow::anyhow;
+use chataigne_contract::tools::SCOPES;
+use cucumber::{then, when};
+use serde_json::Value;
+
+use crate::world::ConformanceWorld;
+
+#[when("someone without a token initializes")]
+async fn no_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.ctx().anonymous_client(None, None);
+    let ex = client.initialize().await;
+    w.record(ex);
+    Ok(())
+}
+
+#[when(expr = "someone with the token {string} initializes")]
+async fn some_token(w: &mut ConformanceWorld, token: String) -> anyhow::Result<()> {
+    let token = w.expand(&token);
+    let mut client = w.ctx().anonymous_client(Some(token), Some("(a made-up token)".to_owned()));
+    let ex = client.initialize().await;
+    w.record(ex);
+    Ok(())
+}
+
+/// The persona's own session, initialized by this step whatever the answer.
+#[when("they initialize")]
+async fn they_initialize(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let ex = client.initialize().await;
+    w.record(ex);
+    Ok(())
+}
+
+/// `resource_metadata="<url>"` out of a `WWW-Authenticate: Bearer …` header.
+fn resource_metadata(header: &str) -> Option<&str> {
+    let rest = header.split("resource_metadata=").nth(1)?;
+    let rest = rest.strip_prefix('"')?;
+    rest.split('"').next()
+}
+
+#[then("the answer is HTTP 401 with a bearer challenge naming the resource metadata")]
+async fn challenge(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let header = ex.response().and_then(|r| r.header("www-authenticate")).unwrap_or_default().to_owned();
+    let expected = "HTTP 401 with WWW-Authenticate: Bearer resource_metadata=\"<url>\"";
+    if ex.status() != Some(401) || !header.trim_start().to_ascii_lowercase().starts_with("bearer") {
+        return Err(w.fail(expected, format!("{}; WWW-Authenticate {header:?}", ex.summary())));
+    }
+    match resource_metadata(&header) {
+        Some(url) if url.starts_with("http") => {
+            w.saved.insert("resource_metadata".to_owned(), url.to_owned());
+            Ok(())
+        }
+        _ => Err(w.fail(expected, format!("WWW-Authenticate {header:?}"))),
+    }
+}
+
+#[when("they fetch the protected resource metadata")]
+async fn fetch_metadata(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let url = match w.saved.get("resource_metadata") {
+        Some(url) => url.clone(),
+        None => {
+            let endpoint: reqwest::Url = w.ctx().endpoint.parse()?;
+            format!("{}/.well-known/oauth-protected-resource", endpoint.origin().ascii_serialization())
+        }
+    };
+    let resp = w.ctx().http.get(&url).send().await.map_err(|e| anyhow!("GET {url}: {e}"))?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).map_err(|_| {
+        w.fail_about(
+            None,
+            format!("JSON at {url}"),
+            format!("HTTP {status}: {}", crate::client::cut(&text, 300)),
+        )
+    })?;
+    w.document = Some(doc);
+    Ok(())
+}
+
+#[then("the metadata names an authorization server and every scope of the contract")]
+async fn metadata_content(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let doc = w.document.as_ref().ok_or_else(|| anyhow!("no metadata fetched yet"))?;
+    let servers = doc.get("authorization_servers").and_then(Value::as_array).map_or(0, Vec::len);
+    let scopes: Vec<&str> = doc
+        .get("scopes_supported")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let missing: Vec<&str> = SCOPES.iter().copied().filter(|s| !scopes.contains(s)).collect();
+    if servers > 0 && missing.is_empty() && doc.get("resource").is_some() {
+        return Ok(());
+    }
+    Err(w.fail_about(
+        None,
+        "resource, authorization_servers (at least one) and scopes_supported (every scope of §7)",
+        format!(
+            "{servers} authorization servers, scopes missing: [{}], document {}",
+            missing.join(", "),
+            crate::client::compact(doc, 600)
+        ),
+    ))
+}
+
+/// AUTH-4: two refusals must not tell which resource exists.
+#[then("the last two errors are the same but for their request_id")]
+async fn same_errors(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let calls: Vec<_> = w.tool_calls().collect();
+    let [.., a, b] = calls.as_slice() else {
+        return Err(anyhow!("this step needs two calls before it"));
+    };
+    let strip = |ex: &crate::client::Exchange| {
+        let rid = ex.request_id().unwrap_or_default().to_owned();
+        let error = ex.structured().and_then(|s| s.pointer("/data/error")).cloned().unwrap_or(Value::Null);
+        let mut error = error;
+        if let Some(obj) = error.as_object_mut() {
+            obj.remove("request_id");
+        }
+        let texts = ex.texts().join("\n").replace(&rid, "<request_id>");
+        (error, texts)
+    };
+    let (ea, ta) = strip(a);
+    let (eb, tb) = strip(b);
+    if ea.is_null() || eb.is_null() {
+        return Err(w.fail_about(
+            Some(if ea.is_null() { a } else { b }),
+            "two tool errors",
+            "a call that did not fail",
+        ));
+    }
+    if ea == eb && ta == tb {
+        Ok(())
+    } else {
+        Err(w.fail_about(
+            Some(b),
+            format!("the same error as before: {} / {ta:?}", crate::client::compact(&ea, 400)),
+            format!("{} / {tb:?}", crate::client::compact(&eb, 400)),
+        ))
+    }
+}
+
+#[then(expr = "the error names the required scope {string}")]
+async fn required_scope(w: &mut ConformanceWorld, scope: String) -> anyhow::Result<()> {
+    let body = w.tool_error()?;
+    if body.required_scope.as_deref() == Some(scope.as_str()) {
+        Ok(())
+    } else {
+        Err(w.fail(format!("required_scope {scope}"), format!("{:?}", body.required_scope)))
+    }
+}
+
+/// AUTH-5: no item of the page belongs to that restaurant (or is one of its records).
+#[then(regex = r#"^no result belongs to (the [a-z][a-z -]*?[a-z]|"[^"]+")$"#)]
+async fn no_result_of(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let data = w.success()?.data;
+    let leaked: Vec<String> = data
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter(|item| item.get("restaurant_id").and_then(Value::as_str) == Some(restaurant.as_str()))
+        .map(|item| item.get("id").and_then(Value::as_str).unwrap_or("(no id)").to_owned())
+        .collect();
+    if leaked.is_empty() {
+        Ok(())
+    } else {
+        Err(w.fail(format!("nothing of {restaurant}"), format!("its records {}", leaked.join(", "))))
+    }
+}

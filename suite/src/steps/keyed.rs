@@ -1,0 +1,292 @@
+//! Idempotency-keyed writes (IDEM-1..8): creating instructions, sending messages, creating
+//! organizations and restaurants with a key; replays; and counting effects afterwards. Texts and
+//! keys carry the scenario's canary (`CANARY`), so runs never collide on a staging server.
+
+use anyhow::anyhow;
+use chataigne_contract::ErrorCode;
+use cucumber::{then, when};
+use serde_json::{Value, json};
+
+use crate::world::{Concurrent, ConformanceWorld};
+
+fn instruction_args(w: &ConformanceWorld, target: &str, text: &str, key: &str) -> anyhow::Result<Value> {
+    Ok(
+        json!({ "restaurant_id": w.landmark(target)?, "text": w.expand(text), "idempotency_key": w.expand(key) }),
+    )
+}
+
+#[when(
+    regex = r#"^they create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
+)]
+async fn create_instruction(
+    w: &mut ConformanceWorld,
+    text: String,
+    target: String,
+    key: String,
+) -> anyhow::Result<()> {
+    let args = instruction_args(w, &target, &text, &key)?;
+    w.dirty = true;
+    w.call_tool("create_instruction", args).await.map(drop)
+}
+
+/// The same arguments, their keys written in another order (JSON equality, IDEM-2).
+#[when(
+    regex = r#"^they create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)", the arguments in another order$"#
+)]
+async fn create_instruction_reordered(
+    w: &mut ConformanceWorld,
+    text: String,
+    target: String,
+    key: String,
+) -> anyhow::Result<()> {
+    let args = w.ctx().id_map.outbound(&instruction_args(w, &target, &text, &key)?);
+    // serde_json writes keys sorted; this text writes them reversed.
+    let text = format!(
+        r#"{{"text":{},"restaurant_id":{},"idempotency_key":{}}}"#,
+        args["text"], args["restaurant_id"], args["idempotency_key"]
+    );
+    w.dirty = true;
+    w.call_tool_text("create_instruction", &text).await.map(drop)
+}
+
+#[when(
+    regex = r#"^they send the message "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
+)]
+async fn send_message(
+    w: &mut ConformanceWorld,
+    text: String,
+    target: String,
+    key: String,
+) -> anyhow::Result<()> {
+    let conversation = w.landmark(&target)?;
+    let args = json!({
+        "restaurant_id": w.restaurant_of(&conversation)?,
+        "conversation_id": conversation,
+        "text": w.expand(&text),
+        "idempotency_key": w.expand(&key),
+    });
+    w.dirty = true;
+    w.call_tool("send_message", args).await.map(drop)
+}
+
+#[when(regex = r#"^they create the organization "([^"]*)" with the key "([^"]*)"$"#)]
+async fn create_organization(w: &mut ConformanceWorld, name: String, key: String) -> anyhow::Result<()> {
+    let args = json!({ "name": w.expand(&name), "idempotency_key": w.expand(&key) });
+    w.dirty = true;
+    w.call_tool("create_organization", args).await.map(drop)
+}
+
+#[when(
+    regex = r#"^they create the restaurant "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
+)]
+async fn create_restaurant(
+    w: &mut ConformanceWorld,
+    name: String,
+    target: String,
+    key: String,
+) -> anyhow::Result<()> {
+    let args = json!({
+        "organization_id": w.landmark(&target)?,
+        "name": w.expand(&name),
+        "timezone": "Europe/Paris",
+        "idempotency_key": w.expand(&key),
+    });
+    w.dirty = true;
+    w.call_tool("create_restaurant", args).await.map(drop)
+}
+
+/// Valid arguments of a keyed tool, without the key.
+fn keyed_args(w: &ConformanceWorld, tool: &str) -> anyhow::Result<Value> {
+    let l = &w.dataset().landmarks;
+    let text = format!("Key check {}", w.canary);
+    Ok(match tool {
+        "send_message" => {
+            json!({ "restaurant_id": l.busy_restaurant, "conversation_id": l.long_conversation, "text": text })
+        }
+        "create_instruction" => json!({ "restaurant_id": l.busy_restaurant, "text": text }),
+        "create_organization" => json!({ "name": text }),
+        "create_restaurant" => {
+            json!({ "organization_id": l.home_organization, "name": text, "timezone": "Europe/Paris" })
+        }
+        other => return Err(anyhow!("{other} is not an idempotency-keyed tool")),
+    })
+}
+
+/// A key of exactly `len` characters, unique to the scenario (the canary's random tail first).
+fn key_of(w: &ConformanceWorld, len: usize) -> String {
+    let tail: String = w.canary.chars().rev().collect();
+    tail.chars().cycle().take(len).collect()
+}
+
+#[when(regex = r#"^they call "([a-z_]+)" with a key of (\d+) characters$"#)]
+async fn keyed_len(w: &mut ConformanceWorld, tool: String, len: usize) -> anyhow::Result<()> {
+    let mut args = keyed_args(w, &tool)?;
+    args["idempotency_key"] = json!(key_of(w, len));
+    w.dirty = true;
+    w.call_tool(&tool, args).await.map(drop)
+}
+
+#[when(regex = r#"^they call "([a-z_]+)" without a key$"#)]
+async fn keyed_none(w: &mut ConformanceWorld, tool: String) -> anyhow::Result<()> {
+    let args = keyed_args(w, &tool)?;
+    w.dirty = true;
+    w.call_tool(&tool, args).await.map(drop)
+}
+
+/// IDEM-4: `n` identical calls at once, each through its own session of the same persona.
+#[when(
+    regex = r#"^(\d+) identical calls create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)" at once$"#
+)]
+async fn identical_at_once(
+    w: &mut ConformanceWorld,
+    n: usize,
+    text: String,
+    target: String,
+    key: String,
+) -> anyhow::Result<()> {
+    let args = instruction_args(w, &target, &text, &key)?;
+    let persona = w.persona()?.to_owned();
+    w.dirty = true;
+    let calls = (0..n)
+        .map(|_| Concurrent {
+            persona: persona.clone(),
+            tool: "create_instruction".to_owned(),
+            args: args.clone(),
+            delay_ms: 0,
+        })
+        .collect();
+    w.concurrently(calls).await
+}
+
+/// IDEM-4: the second call comes while the first one is still running.
+#[when(
+    regex = r#"^they create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)" twice, the second call (\d+) ms after the first$"#
+)]
+async fn twice_overlapping(
+    w: &mut ConformanceWorld,
+    text: String,
+    target: String,
+    key: String,
+    after: u64,
+) -> anyhow::Result<()> {
+    let args = instruction_args(w, &target, &text, &key)?;
+    let persona = w.persona()?.to_owned();
+    w.dirty = true;
+    let call = |delay_ms| Concurrent {
+        persona: persona.clone(),
+        tool: "create_instruction".to_owned(),
+        args: args.clone(),
+        delay_ms,
+    };
+    w.concurrently(vec![call(0), call(after)]).await
+}
+
+#[then("every call succeeded or was told the operation is in progress")]
+async fn success_or_in_progress(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for ex in w.tool_calls().filter(|e| e.tool.as_deref() != Some("list_instructions")) {
+        let code = ex.structured().and_then(|s| s.pointer("/data/error/code")).and_then(Value::as_str);
+        let ok = match code {
+            None => ex.structured().is_some() && !ex.is_error(),
+            Some(c) => c == ErrorCode::OperationInProgress.as_str(),
+        };
+        if !ok {
+            return Err(w.fail_about(Some(ex), "a success or MCP_OPERATION_IN_PROGRESS", ex.summary()));
+        }
+    }
+    Ok(())
+}
+
+#[then("the answer is a replay")]
+async fn replayed(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    if w.success()?.meta.replayed { Ok(()) } else { Err(w.fail("meta.replayed: true", "false")) }
+}
+
+#[then("the answer is not a replay")]
+async fn not_replayed(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    if w.success()?.meta.replayed { Err(w.fail("meta.replayed: false (a new call)", "true")) } else { Ok(()) }
+}
+
+/// IDEM-2: the replay gives back the stored result (same created IDs).
+#[then("the data is the same as the first call's")]
+async fn same_data(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let last = w.success()?.data;
+    let first = w
+        .tool_calls()
+        .next()
+        .and_then(|e| e.structured())
+        .and_then(|s| s.get("data"))
+        .map(|d| w.ctx().id_map.inbound(d))
+        .ok_or_else(|| anyhow!("no first call"))?;
+    if first == last {
+        Ok(())
+    } else {
+        Err(w.fail(
+            format!("data {}", crate::client::compact(&first, 600)),
+            crate::client::compact(&last, 600),
+        ))
+    }
+}
+
+#[then("the error asks to retry after a delay")]
+async fn retry_after(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let body = w.tool_error()?;
+    match body.retry_after_ms {
+        Some(ms) if ms > 0 => Ok(()),
+        other => Err(w.fail("retry_after_ms > 0", format!("{other:?}"))),
+    }
+}
+
+/// Count the instructions of a restaurant, or the messages of a conversation, with this text.
+#[then(
+    regex = r#"^(the [a-z][a-z -]*?[a-z]|"[^"]+") has exactly (\d+) (?:instructions?|messages?) "([^"]*)"$"#
+)]
+async fn count_effects(
+    w: &mut ConformanceWorld,
+    target: String,
+    n: usize,
+    text: String,
+) -> anyhow::Result<()> {
+    let id = w.landmark(&target)?;
+    let text = w.expand(&text);
+    let (tool, mut args, key) = match id.split('_').next() {
+        Some("rst") => ("list_instructions", json!({ "restaurant_id": id, "limit": 50 }), "instructions"),
+        Some("cnv") => (
+            "get_conversation",
+            json!({ "restaurant_id": w.restaurant_of(&id)?, "conversation_id": id, "message_limit": 100 }),
+            "messages",
+        ),
+        _ => return Err(anyhow!("{id} has neither instructions nor messages")),
+    };
+    let mut count = 0;
+    for _ in 0..100 {
+        w.call_tool(tool, args.clone()).await?;
+        let success = w.success()?;
+        let items = success.data.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+        count +=
+            items.iter().filter(|i| i.get("text").and_then(Value::as_str) == Some(text.as_str())).count();
+        match success.meta.next_cursor {
+            Some(c) => args["cursor"] = json!(c),
+            None => break,
+        }
+    }
+    if count == n { Ok(()) } else { Err(w.fail(format!("{n} {key} with the text {text:?}"), count)) }
+}
+
+#[then(regex = r#"^they are a member of exactly (\d+) organizations? named "([^"]*)"$"#)]
+async fn count_organizations(w: &mut ConformanceWorld, n: usize, name: String) -> anyhow::Result<()> {
+    let name = w.expand(&name);
+    let mut args = json!({ "limit": 50 });
+    let mut count = 0;
+    for _ in 0..100 {
+        w.call_tool("list_organizations", args.clone()).await?;
+        let success = w.success()?;
+        let items = success.data.get("organizations").and_then(Value::as_array).cloned().unwrap_or_default();
+        count +=
+            items.iter().filter(|i| i.get("name").and_then(Value::as_str) == Some(name.as_str())).count();
+        match success.meta.next_cursor {
+            Some(c) => args["cursor"] = json!(c),
+            None => break,
+        }
+    }
+    if count == n { Ok(()) } else { Err(w.fail(format!("{n} organizations named {name:?}"), count)) }
+}

@@ -1,0 +1,19 @@
+//! Step definitions, one module per domain concept (not per feature file): sessions and
+//! personas, the protocol, the tool catalogue, reads, writes, outcomes, pages.
+//!
+//! A step returns `anyhow::Result<()>`; an `Err` fails the step, and its message (built with
+//! `ConformanceWorld::fail`) is what every report shows. To add steps: put them in the module of
+//! their concept (or a new one listed here), call the server through the World's helpers
+//! (`call_tool`, `rpc`, `post_raw`), and judge with `success()`, `tool_error()` and `fail()`.
+
+mod auth;
+mod catalogue;
+mod keyed;
+mod load;
+mod logs;
+mod outcome;
+pub mod pages;
+mod protocol;
+pub mod reads;
+mod session;
+mod writes;

@@ -1,0 +1,301 @@
+//! What a call came to: success or the error code (ENV-1, ENV-4, ENV-5), the envelope's parts,
+//! request_ids (ENV-2), sizes (ENV-3), what errors must not echo (ENV-6), and the output-schema
+//! check of every call (PROTO-4).
+
+use chataigne_contract::envelope::{self, Parsed};
+use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES};
+use cucumber::gherkin::Step;
+use cucumber::then;
+use serde_json::Value;
+
+use crate::world::ConformanceWorld;
+
+#[then("the call succeeds")]
+async fn succeeds(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    w.success().map(drop)
+}
+
+#[then(regex = r#"^the call fails with "([A-Z_]+)"(?: or "([A-Z_]+)")?$"#)]
+async fn fails_with(w: &mut ConformanceWorld, code: String, alternative: String) -> anyhow::Result<()> {
+    let mut expected = vec![code];
+    if !alternative.is_empty() {
+        expected.push(alternative);
+    }
+    for c in &expected {
+        if ErrorCode::parse(c).is_none() {
+            return Err(anyhow::anyhow!("{c} is not an error code of the contract (§9)"));
+        }
+    }
+    let want = format!("tool error {}", expected.join(" or "));
+    let body =
+        w.tool_error().map_err(|_| w.fail(&want, w.last().map(|e| e.summary()).unwrap_or_default()))?;
+    if expected.iter().any(|c| c == body.code.as_str()) {
+        Ok(())
+    } else {
+        Err(w.fail(want, format!("tool error {}", body.code)))
+    }
+}
+
+#[then("the result is flagged as an error")]
+async fn flagged(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    if ex.is_error() { Ok(()) } else { Err(w.fail("isError: true", ex.summary())) }
+}
+
+#[then("the error carries a code, a category, a retryable flag, a message and a request_id")]
+async fn error_fields(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let err = ex.structured().and_then(|s| s.pointer("/data/error"));
+    let missing: Vec<&str> = ["code", "category", "retryable", "message", "request_id"]
+        .into_iter()
+        .filter(|k| err.and_then(|e| e.get(k)).is_none())
+        .collect();
+    if !missing.is_empty() {
+        return Err(w.fail(
+            "data.error with code, category, retryable, message, request_id",
+            format!("missing {}", missing.join(", ")),
+        ));
+    }
+    w.tool_error().map(drop)
+}
+
+#[then("the error's request_id is the one in meta")]
+async fn error_ids_match(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let s = ex.structured();
+    let inner = s.and_then(|s| s.pointer("/data/error/request_id")).and_then(Value::as_str);
+    let meta = s.and_then(|s| s.pointer("/meta/request_id")).and_then(Value::as_str);
+    match (inner, meta) {
+        (Some(a), Some(b)) if a == b => Ok(()),
+        _ => Err(w.fail("data.error.request_id = meta.request_id", format!("{inner:?} and {meta:?}"))),
+    }
+}
+
+#[then(regex = r#"^the error has category "([a-z_]+)" and is (not )?retryable$"#)]
+async fn error_category(w: &mut ConformanceWorld, category: String, not: String) -> anyhow::Result<()> {
+    let body = w.tool_error()?;
+    let retryable = not.is_empty();
+    if body.category.as_str() == category && body.retryable == retryable {
+        Ok(())
+    } else {
+        Err(w.fail(
+            format!("category {category}, retryable {retryable}"),
+            format!("category {}, retryable {}", body.category.as_str(), body.retryable),
+        ))
+    }
+}
+
+/// ENV-5 over the whole scenario: each error's category and flag are its code's (§9).
+#[then("every error seen has its code's category and retryable flag")]
+async fn every_error_fixed(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut seen = 0;
+    for ex in w.tool_calls() {
+        let Some(Ok(Parsed::Error(body))) = ex.structured().map(envelope::parse) else { continue };
+        seen += 1;
+        let code = body.code;
+        if body.category != code.category() || body.retryable != code.retryable() {
+            return Err(w.fail_about(
+                Some(ex),
+                format!("{code}: category {}, retryable {}", code.category().as_str(), code.retryable()),
+                format!("category {}, retryable {}", body.category.as_str(), body.retryable),
+            ));
+        }
+    }
+    if seen == 0 { Err(w.fail("at least one tool error in the scenario", "none")) } else { Ok(()) }
+}
+
+#[then("the structured content holds data and meta with request_id, truncated and replayed")]
+async fn success_shape(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let s = ex.structured();
+    let missing: Vec<&str> = ["/data", "/meta", "/meta/request_id", "/meta/truncated", "/meta/replayed"]
+        .into_iter()
+        .filter(|p| s.and_then(|s| s.pointer(p)).is_none())
+        .collect();
+    if !missing.is_empty() {
+        return Err(w.fail(
+            "structuredContent {data, meta: {request_id, truncated, replayed}}",
+            format!("missing {}", missing.join(", ")),
+        ));
+    }
+    w.success().map(drop)
+}
+
+#[then("the result has one text block a person can read")]
+async fn one_text(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let texts = ex.texts();
+    let expected = "exactly one non-empty text block, prose rather than a JSON dump";
+    match texts.as_slice() {
+        [text] if text.trim().is_empty() => Err(w.fail(expected, "an empty text block")),
+        [text] if serde_json::from_str::<Value>(text).is_ok_and(|v| v.is_object() || v.is_array()) => {
+            Err(w.fail(expected, "a text block that is JSON"))
+        }
+        [_] => Ok(()),
+        other => Err(w.fail(expected, format!("{} text blocks", other.len()))),
+    }
+}
+
+fn text_bytes(ex: &crate::client::Exchange) -> usize {
+    ex.texts().iter().map(|t| t.len()).sum()
+}
+
+fn structured_bytes(ex: &crate::client::Exchange) -> usize {
+    ex.structured().map(|s| s.to_string().len()).unwrap_or(0)
+}
+
+/// ENV-3 on every tool call of the scenario.
+#[then("every text summary and structured output seen is within the contract's sizes")]
+async fn sizes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut seen = 0;
+    for ex in w.tool_calls() {
+        if ex.result().is_none() {
+            continue;
+        }
+        seen += 1;
+        let (t, s) = (text_bytes(ex), structured_bytes(ex));
+        if t > MAX_SUMMARY_BYTES || s > MAX_STRUCTURED_BYTES {
+            return Err(w.fail_about(
+                Some(ex),
+                format!("text ≤ {MAX_SUMMARY_BYTES} bytes and structured ≤ {MAX_STRUCTURED_BYTES} bytes"),
+                format!("text {t} bytes, structured {s} bytes"),
+            ));
+        }
+    }
+    if seen == 0 { Err(w.fail("at least one tool result", "none")) } else { Ok(()) }
+}
+
+#[then("every request_id seen has the contract's format")]
+async fn id_format(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut seen = 0;
+    for ex in w.tool_calls() {
+        let Some(id) = ex.structured().and_then(|s| s.pointer("/meta/request_id")).and_then(Value::as_str)
+        else {
+            return Err(w.fail_about(Some(ex), "meta.request_id on every tool result", ex.summary()));
+        };
+        seen += 1;
+        if !envelope::is_request_id(id) {
+            return Err(w.fail_about(Some(ex), "a request_id matching ^req_[0-9A-Za-z]{16,}$", id));
+        }
+    }
+    if seen == 0 { Err(w.fail("at least one tool result", "none")) } else { Ok(()) }
+}
+
+#[then("the request_ids seen are all different")]
+async fn ids_unique(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ids: Vec<String> = w
+        .tool_calls()
+        .filter_map(|e| e.structured()?.pointer("/meta/request_id")?.as_str().map(str::to_owned))
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    sorted.dedup();
+    if ids.len() < 2 {
+        return Err(w.fail("at least two request_ids to compare", format!("{}", ids.len())));
+    }
+    if sorted.len() == ids.len() { Ok(()) } else { Err(w.fail("a new request_id per call", ids.join(", "))) }
+}
+
+#[then("every answer carries its request_id in the x-request-id header")]
+async fn id_header(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for ex in w.tool_calls() {
+        let meta = ex.structured().and_then(|s| s.pointer("/meta/request_id")).and_then(Value::as_str);
+        let header = ex.response().and_then(|r| r.header("x-request-id"));
+        if meta.is_none() || meta != header {
+            return Err(w.fail_about(
+                Some(ex),
+                "header x-request-id = meta.request_id",
+                format!("header {header:?}, meta {meta:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// ENV-6: the error's message and the text summary never echo the scenario's canary.
+#[then("neither the error message nor the text summary contains the canary")]
+async fn no_canary(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let body = w.tool_error()?;
+    let canary = w.canary.clone();
+    let texts = w.last()?.texts().join("\n");
+    // A prefix long enough to be ours: an echo may be cut.
+    let probe = &canary[..canary.len().min(12)];
+    if body.message.contains(probe) || texts.contains(probe) {
+        return Err(w.fail(format!("no trace of the value sent ({canary})"), "the error echoes it"));
+    }
+    Ok(())
+}
+
+#[then("the error does not contain their token")]
+async fn no_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let body = ex.response().map(|r| r.body.as_str()).unwrap_or_default();
+    match w.token() {
+        Some(token) if !token.is_empty() && body.contains(token) => {
+            Err(w.fail("no trace of the bearer token", "the answer contains it"))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[then("every structured output seen validates against the tool's published outputSchema")]
+async fn outputs_valid(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let seen = w.tool_calls().filter(|e| e.result().is_some()).count();
+    if seen == 0 {
+        return Err(w.fail("at least one tool result to validate", "none"));
+    }
+    if let Some(problem) = &w.ctx().published.problem {
+        return Err(
+            w.fail("the tools the server published at start", problem.lines().next().unwrap_or_default())
+        );
+    }
+    let unpublished: Vec<&str> = w
+        .tool_calls()
+        .filter_map(|e| e.tool.as_deref())
+        .filter(|t| !w.ctx().published.output_validators.contains_key(*t))
+        .collect();
+    if !unpublished.is_empty() {
+        return Err(w.fail(
+            "an outputSchema published for every tool called",
+            format!("none for {}", unpublished.join(", ")),
+        ));
+    }
+    match w.schema_violations.first() {
+        None => Ok(()),
+        Some((index, _)) => {
+            let all: Vec<&str> = w.schema_violations.iter().map(|(_, v)| v.as_str()).collect();
+            Err(w.fail_about(
+                w.history.get(*index),
+                "every structuredContent valid against the published outputSchema",
+                all.join("\n  "),
+            ))
+        }
+    }
+}
+
+/// SEC-2: the words of the table (stack traces, SQL, paths, dependency messages) appear neither
+/// in the error nor in the text summary.
+#[then("the error reveals none of these:")]
+async fn no_leak(w: &mut ConformanceWorld, step: &Step) -> anyhow::Result<()> {
+    let markers: Vec<String> = step
+        .table
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("this step needs a table"))?
+        .rows
+        .iter()
+        .flatten()
+        .map(|c| c.trim().to_ascii_lowercase())
+        .filter(|c| !c.is_empty())
+        .collect();
+    w.tool_error()?;
+    let ex = w.last()?;
+    let error =
+        ex.structured().and_then(|s| s.pointer("/data/error")).map(Value::to_string).unwrap_or_default();
+    let seen = format!("{error}\n{}", ex.texts().join("\n")).to_ascii_lowercase();
+    let hits: Vec<&str> = markers.iter().filter(|m| seen.contains(m.as_str())).map(String::as_str).collect();
+    if hits.is_empty() {
+        Ok(())
+    } else {
+        Err(w.fail("an error without internal detail", format!("it shows {}", hits.join(", "))))
+    }
+}

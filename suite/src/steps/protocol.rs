@@ -1,0 +1,223 @@
+//! The protocol under the tools: sessions and versions (PROTO-1), JSON-RPC errors (PROTO-2),
+//! raw bodies and HTTP statuses (PROTO-5, LIM-7). The one place the suite uses a real MCP client
+//! library (rmcp), to prove an ordinary client can connect.
+
+use std::time::Duration;
+
+use anyhow::anyhow;
+use chataigne_contract::{PROTOCOL_VERSIONS, ToolName};
+use cucumber::gherkin::Step;
+use cucumber::{then, when};
+use rmcp::model::ProtocolVersion;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
+use serde_json::{Value, json};
+
+use crate::world::{ConformanceWorld, LibrarySession};
+
+fn library_version(text: &str) -> anyhow::Result<ProtocolVersion> {
+    match text {
+        "2025-06-18" => Ok(ProtocolVersion::V_2025_06_18),
+        "2025-11-25" => Ok(ProtocolVersion::V_2025_11_25),
+        "2026-07-28" => Ok(ProtocolVersion::V_2026_07_28),
+        other => Err(anyhow!("the client library does not know protocol version {other}")),
+    }
+}
+
+/// rmcp over Streamable HTTP with the persona's bearer token: initialize (or, for 2026-07-28,
+/// `server/discover`), then list every tool.
+#[when(
+    regex = r#"^an MCP client library connects with their token(?: using protocol version "([^"]+)")? and lists the tools$"#
+)]
+async fn library_session(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
+    w.persona()?;
+    let token = w.token().unwrap_or_default().to_owned();
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(w.ctx().endpoint.clone()).auth_header(token);
+    // A stateless server (no session id) is conforming.
+    config.allow_stateless = true;
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let lifecycle = if version.is_empty() {
+        ClientLifecycleMode::Initialize
+    } else {
+        let v = library_version(&version)?;
+        if v.has_initialize() {
+            ClientLifecycleMode::Initialize
+        } else {
+            ClientLifecycleMode::Discover { preferred_versions: vec![v] }
+        }
+    };
+    let timeout = w.ctx().timeout + Duration::from_secs(1);
+    let run = async move {
+        let client =
+            ().serve_with_lifecycle(transport, lifecycle).await.map_err(|e| format!("connect: {e}"))?;
+        let protocol_version = client.peer_info().map(|i| i.protocol_version.to_string());
+        let tools = client.list_all_tools().await.map_err(|e| format!("tools/list: {e}"));
+        let _ = client.cancel().await;
+        let tools = tools?.into_iter().map(|t| t.name.into_owned()).collect();
+        Ok::<_, String>(LibrarySession { protocol_version, tools, error: None })
+    };
+    let session = match tokio::time::timeout(timeout, run).await {
+        Ok(Ok(session)) => session,
+        Ok(Err(error)) => LibrarySession { protocol_version: None, tools: vec![], error: Some(error) },
+        Err(_) => LibrarySession {
+            protocol_version: None,
+            tools: vec![],
+            error: Some(format!("no answer within {} ms", timeout.as_millis())),
+        },
+    };
+    w.library = Some(session);
+    Ok(())
+}
+
+fn library(w: &ConformanceWorld) -> anyhow::Result<&LibrarySession> {
+    let session = w.library.as_ref().ok_or_else(|| anyhow!("no client library session yet"))?;
+    if let Some(e) = &session.error {
+        return Err(w.fail_about(None, "the client library to connect and list the tools", e));
+    }
+    Ok(session)
+}
+
+#[then("the library session uses a protocol version the contract serves")]
+async fn library_version_served(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let session = library(w)?;
+    match &session.protocol_version {
+        Some(v) if PROTOCOL_VERSIONS.contains(&v.as_str()) => Ok(()),
+        other => {
+            Err(w.fail_about(None, format!("one of {}", PROTOCOL_VERSIONS.join(", ")), format!("{other:?}")))
+        }
+    }
+}
+
+#[then(expr = "the library session uses protocol version {string}")]
+async fn library_version_is(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
+    let session = library(w)?;
+    if session.protocol_version.as_deref() == Some(version.as_str()) {
+        Ok(())
+    } else {
+        Err(w.fail_about(None, version, format!("{:?}", session.protocol_version)))
+    }
+}
+
+#[then("the library lists the tools of the contract")]
+async fn library_tools(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let session = library(w)?;
+    let mut listed: Vec<&str> = session.tools.iter().map(String::as_str).collect();
+    listed.sort_unstable();
+    let mut expected: Vec<&str> = ToolName::ALL.iter().map(|t| t.as_str()).collect();
+    expected.sort_unstable();
+    if listed == expected { Ok(()) } else { Err(w.fail_about(None, expected.join(", "), listed.join(", "))) }
+}
+
+#[when(expr = "they initialize with protocol version {string}")]
+async fn initialize_version(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let ex = client.initialize_with(&version, &[]).await;
+    w.record(ex);
+    w.keep_client(client)
+}
+
+#[when(expr = "they initialize with the header {string} set to {string}")]
+async fn initialize_header(w: &mut ConformanceWorld, name: String, value: String) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let ex = client.initialize_with(crate::client::PROTOCOL_VERSION, &[(name, value)]).await;
+    w.record(ex);
+    Ok(())
+}
+
+#[then(expr = "the server agrees on protocol version {string}")]
+async fn agreed_version(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let got = ex.result().and_then(|r| r.get("protocolVersion")).and_then(Value::as_str);
+    if got == Some(version.as_str()) {
+        Ok(())
+    } else {
+        Err(w.fail(format!("an initialize result with protocolVersion {version}"), ex.summary()))
+    }
+}
+
+#[when(expr = "they send the JSON-RPC request {string}")]
+async fn send_method(w: &mut ConformanceWorld, method: String) -> anyhow::Result<()> {
+    w.rpc(&method, json!({})).await.map(drop)
+}
+
+#[when(expr = "they call the tool {string} with no arguments")]
+async fn call_no_args(w: &mut ConformanceWorld, tool: String) -> anyhow::Result<()> {
+    w.call_tool(&tool, json!({})).await.map(drop)
+}
+
+/// The docstring is the JSON of the arguments; `CANARY` becomes the scenario's canary.
+#[when(expr = "they call the tool {string} with:")]
+async fn call_with(w: &mut ConformanceWorld, tool: String, step: &Step) -> anyhow::Result<()> {
+    let text =
+        step.docstring.as_deref().ok_or_else(|| anyhow!("this step needs a docstring of JSON arguments"))?;
+    let args: Value =
+        serde_json::from_str(&w.expand(text)).map_err(|e| anyhow!("the docstring is not JSON: {e}"))?;
+    w.call_tool(&tool, args).await.map(drop)
+}
+
+/// The docstring is sent as the request body, byte for byte (trimmed).
+#[when("they post the raw body:")]
+async fn raw_body(w: &mut ConformanceWorld, step: &Step) -> anyhow::Result<()> {
+    let text = step.docstring.as_deref().ok_or_else(|| anyhow!("this step needs a docstring body"))?;
+    w.post_raw(text.trim().as_bytes().to_vec(), false, &[]).await.map(drop)
+}
+
+/// A valid tools/call whose body is exactly `size` bytes, padded in a string argument.
+#[when(expr = "they send a tools\\/call request whose body is {int} bytes long")]
+async fn sized_body(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()> {
+    let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
+    let client = w.client().await?;
+    let id = client.take_id();
+    let body = |pad: &str| {
+        json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "search_transcripts", "arguments": { "restaurant_id": restaurant, "query": pad } },
+        })
+        .to_string()
+    };
+    let base = body("").len();
+    let pad = size.checked_sub(base).ok_or_else(|| anyhow!("a tools/call body is at least {base} bytes"))?;
+    let bytes = body(&"a".repeat(pad)).into_bytes();
+    let ex = client.post_raw(bytes, Some(id), &[]).await;
+    w.record(ex);
+    Ok(())
+}
+
+#[then(expr = "the answer is the JSON-RPC error {int}")]
+async fn rpc_error(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let expected = format!("JSON-RPC error {code}, without a 5xx");
+    if ex.status().is_some_and(|s| s >= 500) {
+        return Err(w.fail(expected, ex.summary()));
+    }
+    match ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) {
+        Some(c) if c == code => Ok(()),
+        _ => Err(w.fail(expected, ex.summary())),
+    }
+}
+
+#[then(expr = "the HTTP status is {int}")]
+async fn status_is(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    if ex.status() == Some(status) { Ok(()) } else { Err(w.fail(format!("HTTP {status}"), ex.summary())) }
+}
+
+#[then(expr = "the HTTP status is not {int}")]
+async fn status_is_not(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    match ex.status() {
+        Some(s) if s != status => Ok(()),
+        _ => Err(w.fail(format!("an answer other than HTTP {status}"), ex.summary())),
+    }
+}
+
+#[then("the server answered without a server error")]
+async fn no_server_error(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    match ex.status() {
+        Some(s) if s < 500 => Ok(()),
+        _ => Err(w.fail("an answer below HTTP 500", ex.summary())),
+    }
+}

@@ -1,0 +1,92 @@
+//! Personas and server state: who "they" are, and what the control API changes (reset,
+//! membership revocation).
+
+use anyhow::{Context, anyhow};
+use cucumber::{given, when};
+
+use crate::world::ConformanceWorld;
+
+#[given(expr = "the persona {string}")]
+async fn persona(w: &mut ConformanceWorld, name: String) -> anyhow::Result<()> {
+    w.use_persona(&name)
+}
+
+/// Starts from the dataset as published; the after hook resets again when the scenario is done.
+#[given("a fresh server state")]
+async fn fresh_state(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    w.control()?.reset().await?;
+    w.dirty = true;
+    Ok(())
+}
+
+#[when(regex = r#"^the membership of "([^"]+)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") is revoked$"#)]
+async fn revoke(w: &mut ConformanceWorld, persona: String, organization: String) -> anyhow::Result<()> {
+    let org = w.landmark(&organization)?;
+    let user = w
+        .dataset()
+        .persona(&persona)
+        .map(|p| p.user_id.clone())
+        .ok_or_else(|| anyhow!("unknown persona \"{persona}\""))?;
+    let (user, org) = (w.ctx().id_map.to_server(&user), w.ctx().id_map.to_server(&org));
+    w.dirty = true;
+    w.control()?
+        .revoke_membership(&user, &org)
+        .await
+        .with_context(|| format!("revoking {persona}'s membership through the control API"))
+}
+
+/// Fault injection: every following call of `tool` fails with `error` (`internal`,
+/// `dependency`) until the after hook clears the faults.
+#[given(expr = "the server fails the next calls of {string} with a {string} error")]
+async fn fault(w: &mut ConformanceWorld, tool: String, error: String) -> anyhow::Result<()> {
+    w.dirty = true;
+    w.control()?
+        .add_fault(serde_json::json!({ "tool": tool, "error": error }))
+        .await
+        .with_context(|| format!("injecting a {error} fault into {tool}"))
+}
+
+#[given(regex = r"^the server's (read|analytics|write) deadline is (\d+) ms$")]
+async fn deadline(w: &mut ConformanceWorld, kind: String, ms: u64) -> anyhow::Result<()> {
+    w.dirty = true;
+    w.control()?
+        .set_deadlines(serde_json::json!({ format!("{kind}_ms"): ms }))
+        .await
+        .context("shortening a deadline")
+}
+
+/// Latency before the tool runs.
+#[given(regex = r#"^the server slows "([a-z_]+)" by (\d+) ms$"#)]
+async fn slow(w: &mut ConformanceWorld, tool: String, ms: u64) -> anyhow::Result<()> {
+    w.dirty = true;
+    w.control()?
+        .add_fault(serde_json::json!({ "tool": tool, "latency_ms": ms }))
+        .await
+        .with_context(|| format!("slowing {tool}"))
+}
+
+/// A write whose effect is applied, then whose answer is held back.
+#[given(regex = r#"^the server holds the answers of "([a-z_]+)" for (\d+) ms after their effect$"#)]
+async fn hold(w: &mut ConformanceWorld, tool: String, ms: u64) -> anyhow::Result<()> {
+    w.dirty = true;
+    w.control()?
+        .add_fault(serde_json::json!({ "tool": tool, "delay_after_effect_ms": ms }))
+        .await
+        .with_context(|| format!("holding the answers of {tool}"))
+}
+
+#[given("the server no longer injects faults")]
+async fn no_faults(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    w.control()?.clear_faults().await
+}
+
+#[when(regex = r"^(\d+) hours and (\d+) seconds? pass on the server's clock$")]
+async fn time_passes(w: &mut ConformanceWorld, hours: u64, seconds: u64) -> anyhow::Result<()> {
+    w.dirty = true;
+    w.control()?.advance_clock(hours * 3600 + seconds).await.context("advancing the server's clock")
+}
+
+#[when(regex = r"^they wait (\d+) ms$")]
+async fn wait(_: &mut ConformanceWorld, ms: u64) {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+}

@@ -1,0 +1,206 @@
+//! State changes guarded by `expected_status` (PRE-1..4, ABS-2, AUTH-6, LIM-4): moving orders,
+//! opening and pausing restaurants, and reading back what the state became. Orders are picked
+//! from the server's current state, so a rerun on a staging server finds a fitting one. A
+//! scenario that writes marks the World dirty: the after hook resets the server when it can.
+
+use anyhow::anyhow;
+use cucumber::{then, when};
+use serde_json::{Value, json};
+
+use crate::world::{Concurrent, ConformanceWorld};
+
+/// An order of `restaurant` currently in `status` on the server; remembered as "the order".
+async fn order_in_status(w: &mut ConformanceWorld, restaurant: &str, status: &str) -> anyhow::Result<String> {
+    let args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 1 });
+    w.call_tool("list_orders", args).await?;
+    let success = w.success()?;
+    let id = success
+        .data
+        .pointer("/orders/0/id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            w.fail(format!("an order of {restaurant} in status {status}"), "none left: re-seed the dataset")
+        })?
+        .to_owned();
+    w.saved.insert("order".to_owned(), id.clone());
+    w.saved.insert("restaurant".to_owned(), restaurant.to_owned());
+    Ok(id)
+}
+
+async fn update(
+    w: &mut ConformanceWorld,
+    restaurant: &str,
+    order: &str,
+    to: &str,
+    saw: Option<&str>,
+) -> anyhow::Result<()> {
+    let mut args = json!({ "restaurant_id": restaurant, "order_id": order, "status": to });
+    if let Some(saw) = saw {
+        args["expected_status"] = json!(saw);
+    }
+    w.dirty = true;
+    w.call_tool("update_order_status", args).await.map(drop)
+}
+
+#[when(
+    regex = r#"^they ask to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") from "([a-z_]+)" to "([a-z_]+)"$"#
+)]
+async fn move_order(
+    w: &mut ConformanceWorld,
+    target: String,
+    from: String,
+    to: String,
+) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let order = order_in_status(w, &restaurant, &from).await?;
+    update(w, &restaurant, &order, &to, Some(&from)).await
+}
+
+/// PRE-2: the caller's view is stale.
+#[when(
+    regex = r#"^they ask to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") in status "([a-z_]+)" to "([a-z_]+)", saying they saw it "([a-z_]+)"$"#
+)]
+async fn move_stale(
+    w: &mut ConformanceWorld,
+    target: String,
+    status: String,
+    to: String,
+    saw: String,
+) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let order = order_in_status(w, &restaurant, &status).await?;
+    update(w, &restaurant, &order, &to, Some(&saw)).await
+}
+
+/// PRE-1: no `expected_status` at all.
+#[when(
+    regex = r#"^they ask to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") from "([a-z_]+)" to "([a-z_]+)" without saying what they saw$"#
+)]
+async fn move_blind(
+    w: &mut ConformanceWorld,
+    target: String,
+    from: String,
+    to: String,
+) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let order = order_in_status(w, &restaurant, &from).await?;
+    update(w, &restaurant, &order, &to, None).await
+}
+
+async fn set_status(w: &mut ConformanceWorld, target: &str, status: &str, blind: bool) -> anyhow::Result<()> {
+    let restaurant = w.landmark(target)?;
+    let observed = w
+        .dataset()
+        .restaurants
+        .iter()
+        .find(|r| r.id == restaurant)
+        .map(|r| r.status.clone())
+        .ok_or_else(|| anyhow!("{restaurant} is not a restaurant of the dataset"))?;
+    let mut args = json!({ "restaurant_id": restaurant, "status": status });
+    if !blind {
+        args["expected_status"] = json!(observed);
+    }
+    w.dirty = true;
+    w.call_tool("set_restaurant_status", args).await.map(drop)
+}
+
+/// `set_restaurant_status` with the status the dataset gives as the observed one.
+#[when(regex = r#"^they ask to set (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)"$"#)]
+async fn set_restaurant(w: &mut ConformanceWorld, target: String, status: String) -> anyhow::Result<()> {
+    set_status(w, &target, &status, false).await
+}
+
+#[when(
+    regex = r#"^they ask to set (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)" without saying what they saw$"#
+)]
+async fn set_restaurant_blind(
+    w: &mut ConformanceWorld,
+    target: String,
+    status: String,
+) -> anyhow::Result<()> {
+    set_status(w, &target, &status, true).await
+}
+
+/// PRE-4: two personas move the same order from the same observed state at the same time.
+#[when(
+    regex = r#"^"([a-z_]+)" and "([a-z_]+)" both move the same "([a-z_]+)" order of (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)" at once$"#
+)]
+async fn race(
+    w: &mut ConformanceWorld,
+    a: String,
+    b: String,
+    from: String,
+    target: String,
+    to: String,
+) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let order = order_in_status(w, &restaurant, &from).await?;
+    let args =
+        json!({ "restaurant_id": restaurant, "order_id": order, "status": to, "expected_status": from });
+    w.dirty = true;
+    let calls = [a, b]
+        .into_iter()
+        .map(|persona| Concurrent {
+            persona,
+            tool: "update_order_status".to_owned(),
+            args: args.clone(),
+            delay_ms: 0,
+        })
+        .collect();
+    w.concurrently(calls).await
+}
+
+#[then(
+    regex = r#"^exactly one of the two calls succeeded, and the other failed with "([A-Z_]+)" or "([A-Z_]+)"$"#
+)]
+async fn one_winner(w: &mut ConformanceWorld, c1: String, c2: String) -> anyhow::Result<()> {
+    let calls: Vec<_> = w.tool_calls().collect();
+    let [.., a, b] = calls.as_slice() else { return Err(anyhow!("this step needs two calls before it")) };
+    let code = |ex: &crate::client::Exchange| {
+        ex.structured().and_then(|s| s.pointer("/data/error/code")).and_then(Value::as_str).map(str::to_owned)
+    };
+    let (ca, cb) = (code(a), code(b));
+    let loser_ok = |c: &Option<String>| c.as_deref().is_some_and(|c| c == c1 || c == c2);
+    let won = |ex: &crate::client::Exchange, c: &Option<String>| c.is_none() && ex.structured().is_some();
+    if (won(a, &ca) && loser_ok(&cb)) || (won(b, &cb) && loser_ok(&ca)) {
+        return Ok(());
+    }
+    Err(w.fail_about(
+        Some(b),
+        format!("one success and one {c1} or {c2}"),
+        format!("first: {}; second: {}", a.summary(), b.summary()),
+    ))
+}
+
+/// The status of the order remembered by the last step that picked one.
+#[then(regex = r#"^the order is (?:still )?"([a-z_]+)"$"#)]
+async fn order_is(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()> {
+    let (Some(order), Some(restaurant)) = (w.saved.get("order").cloned(), w.saved.get("restaurant").cloned())
+    else {
+        return Err(anyhow!("no order picked yet"));
+    };
+    w.call_tool("get_order", json!({ "restaurant_id": restaurant, "order_id": order })).await?;
+    let success = w.success()?;
+    let got = success.data.pointer("/order/status").and_then(Value::as_str).unwrap_or("(none)");
+    if got == status {
+        Ok(())
+    } else {
+        Err(w.fail(format!("order {order} in status {status}"), format!("status {got}")))
+    }
+}
+
+/// PRE-2 for restaurants: the caller's view of the status is given.
+#[when(
+    regex = r#"^they ask to set (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)", saying they saw it "([a-z_]+)"$"#
+)]
+async fn set_restaurant_seen(
+    w: &mut ConformanceWorld,
+    target: String,
+    status: String,
+    saw: String,
+) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    w.dirty = true;
+    let args = json!({ "restaurant_id": restaurant, "status": status, "expected_status": saw });
+    w.call_tool("set_restaurant_status", args).await.map(drop)
+}

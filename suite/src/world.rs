@@ -1,0 +1,471 @@
+//! The one cucumber World: the run's shared context, the current persona and its sessions, every
+//! exchange of the scenario, and the helpers steps use to call the server and to fail with a
+//! message that fits one screen (clauses, expected vs got, request and response, request_id).
+
+use std::collections::HashMap;
+use std::fmt::{self, Display};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context as _, anyhow};
+use chataigne_contract::dataset::Dataset;
+use chataigne_contract::envelope::{self, ErrorBody, Meta, Parsed};
+use serde_json::Value;
+
+use crate::client::{Exchange, McpClient};
+use crate::context::RunContext;
+use crate::control::Control;
+
+/// The state of one scenario. Steps receive it as `&mut ConformanceWorld`.
+#[derive(cucumber::World, Default)]
+pub struct ConformanceWorld {
+    ctx: Option<Arc<RunContext>>,
+    /// The scenario's name and the clause IDs among its tags, for failure messages.
+    pub scenario: String,
+    pub clauses: Vec<String>,
+    /// Who "they" are in the steps.
+    pub persona: Option<String>,
+    clients: HashMap<String, McpClient>,
+    /// Every exchange of the scenario, in order; the last one is what `Then` steps look at.
+    pub history: Vec<Exchange>,
+    /// Output-schema violations found automatically after each tools/call (PROTO-4), with the
+    /// index of their exchange in `history`.
+    pub schema_violations: Vec<(usize, String)>,
+    /// The last list call, so "the next page" can repeat it with its cursor.
+    pub list: Option<ListCall>,
+    /// The pages of the last walk.
+    pub walk: Option<Walk>,
+    /// The last tools/list answer of the scenario.
+    pub tools: Option<Vec<Value>>,
+    /// A string unique to this scenario, to prove it is never echoed or logged.
+    pub canary: String,
+    /// The scenario changed server state: the after hook resets it through the control API.
+    pub dirty: bool,
+    /// What the MCP client library saw (PROTO-1).
+    pub library: Option<LibrarySession>,
+    /// Values a step leaves for later steps (`order`: the order last moved, …).
+    pub saved: HashMap<String, String>,
+    /// The last JSON document fetched outside MCP (e.g. the protected resource metadata).
+    pub document: Option<Value>,
+}
+
+/// One call of a batch run at once (`ConformanceWorld::concurrently`).
+#[derive(Debug, Clone)]
+pub struct Concurrent {
+    pub persona: String,
+    pub tool: String,
+    /// In dataset IDs.
+    pub args: Value,
+    /// Sent this long after the batch starts.
+    pub delay_ms: u64,
+}
+
+/// A list call that can be continued with its cursor.
+#[derive(Debug, Clone)]
+pub struct ListCall {
+    pub tool: String,
+    /// Arguments in dataset IDs, without `cursor`.
+    pub args: Value,
+    /// The `data` key holding the items (`orders`, `messages`, …).
+    pub key: String,
+    pub next_cursor: Option<String>,
+}
+
+/// The pages of a walk through a list, items in dataset IDs.
+#[derive(Debug, Clone, Default)]
+pub struct Walk {
+    pub key: String,
+    pub pages: Vec<WalkPage>,
+}
+
+#[derive(Debug, Clone)]
+pub struct WalkPage {
+    pub items: Vec<Value>,
+    pub next_cursor: Option<String>,
+    pub truncated: bool,
+    pub structured_bytes: usize,
+    pub request_id: String,
+}
+
+impl Walk {
+    pub fn items(&self) -> impl Iterator<Item = &Value> {
+        self.pages.iter().flat_map(|p| &p.items)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LibrarySession {
+    pub protocol_version: Option<String>,
+    pub tools: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// A success, its `data` mapped back to dataset IDs.
+#[derive(Debug, Clone)]
+pub struct Success {
+    pub data: Value,
+    pub meta: Meta,
+}
+
+// Tokens live in the clients; Debug shows only what a report may show.
+impl fmt::Debug for ConformanceWorld {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConformanceWorld")
+            .field("scenario", &self.scenario)
+            .field("clauses", &self.clauses)
+            .field("persona", &self.persona)
+            .field("exchanges", &self.history.len())
+            .field("last", &self.history.last().map(Exchange::summary))
+            .finish_non_exhaustive()
+    }
+}
+
+static CANARIES: AtomicU64 = AtomicU64::new(0);
+
+fn new_canary() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(CANARIES.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+    );
+    // Letters and digits only, so the canary fits ID patterns and query strings alike.
+    format!("cnry{:016x}", h.finish())
+}
+
+impl ConformanceWorld {
+    /// Called by the before hook: the run's context and the scenario's identity.
+    pub fn install(&mut self, ctx: Arc<RunContext>, scenario: &str, tags: &[String]) {
+        self.ctx = Some(ctx);
+        self.scenario = scenario.to_owned();
+        self.clauses =
+            tags.iter().filter(|t| chataigne_contract::clauses::find(t).is_some()).cloned().collect();
+        self.canary = new_canary();
+    }
+
+    pub fn ctx(&self) -> &RunContext {
+        // The before hook installs it before any step; a missing one is a bug of the runner.
+        self.ctx.as_deref().expect("the before hook installs the run context")
+    }
+
+    pub fn dataset(&self) -> &Dataset {
+        &self.ctx().dataset
+    }
+
+    pub fn control(&self) -> anyhow::Result<&Control> {
+        self.ctx()
+            .control
+            .as_ref()
+            .ok_or_else(|| anyhow!("this step needs the control API: tag the scenario @needs-control-api"))
+    }
+
+    /// Make `name` the persona "they" refers to.
+    pub fn use_persona(&mut self, name: &str) -> anyhow::Result<()> {
+        if self.dataset().persona(name).is_none() {
+            let known: Vec<&str> = self.dataset().personas.iter().map(|p| p.persona.as_str()).collect();
+            return Err(anyhow!("unknown persona \"{name}\": the dataset has {}", known.join(", ")));
+        }
+        if !self.ctx().profile.tokens.contains_key(name) {
+            return Err(anyhow!("the profile has no token for persona \"{name}\": add it under [tokens]"));
+        }
+        self.persona = Some(name.to_owned());
+        Ok(())
+    }
+
+    pub fn persona(&self) -> anyhow::Result<&str> {
+        self.persona
+            .as_deref()
+            .ok_or_else(|| anyhow!("no persona yet: start with `Given the persona \"owner\"`"))
+    }
+
+    /// The current persona's session, initialized on first use.
+    pub async fn client(&mut self) -> anyhow::Result<&mut McpClient> {
+        let persona = self.persona()?.to_owned();
+        if !self.clients.contains_key(&persona) {
+            let client = self
+                .ctx()
+                .client(&persona)
+                .with_context(|| format!("the profile has no token for persona \"{persona}\""))?;
+            self.clients.insert(persona.clone(), client);
+        }
+        let initialized = self.clients.get(&persona).is_some_and(McpClient::is_initialized);
+        if !initialized {
+            let mut client = self.clients.remove(&persona).context("client just inserted")?;
+            let ex = client.initialize().await;
+            let ok = client.is_initialized();
+            self.clients.insert(persona.clone(), client);
+            if !ok {
+                let got = ex.summary();
+                self.record(ex);
+                return Err(self.fail(format!("initialize to succeed for persona \"{persona}\""), got));
+            }
+        }
+        self.clients.get_mut(&persona).context("client just initialized")
+    }
+
+    /// A new, uninitialized session for the current persona (to initialize it another way).
+    pub fn fresh_client(&self) -> anyhow::Result<McpClient> {
+        let persona = self.persona()?;
+        self.ctx()
+            .client(persona)
+            .with_context(|| format!("the profile has no token for persona \"{persona}\""))
+    }
+
+    /// Make `client` the current persona's session.
+    pub fn keep_client(&mut self, client: McpClient) -> anyhow::Result<()> {
+        let persona = self.persona()?.to_owned();
+        self.clients.insert(persona, client);
+        Ok(())
+    }
+
+    /// Forget the persona's session, so the next call initializes again.
+    pub fn drop_session(&mut self) {
+        if let Some(p) = &self.persona {
+            self.clients.remove(p);
+        }
+    }
+
+    /// `tools/call` as the current persona; `args` in dataset IDs. Never fails for what the
+    /// server answered: the `Then` steps judge the exchange.
+    pub async fn call_tool(&mut self, tool: &str, args: Value) -> anyhow::Result<&Exchange> {
+        let args = self.ctx().id_map.outbound(&args);
+        let client = self.client().await?;
+        let ex = client.call_tool(tool, args).await;
+        Ok(self.record(ex))
+    }
+
+    /// Any JSON-RPC request as the current persona.
+    pub async fn rpc(&mut self, method: &str, params: Value) -> anyhow::Result<&Exchange> {
+        let client = self.client().await?;
+        let ex = client.request(method, params).await;
+        Ok(self.record(ex))
+    }
+
+    /// A body sent as is, through the current persona's session.
+    pub async fn post_raw(
+        &mut self,
+        body: Vec<u8>,
+        want_answer: bool,
+        extra: &[(String, String)],
+    ) -> anyhow::Result<&Exchange> {
+        let client = self.client().await?;
+        let id = want_answer.then(|| client.take_id());
+        let ex = client.post_raw(body, id, extra).await;
+        Ok(self.record(ex))
+    }
+
+    /// Run `calls` at once, each through its own new session, and record their exchanges in
+    /// the order given (the last one is then what `Then` steps look at).
+    pub async fn concurrently(&mut self, calls: Vec<Concurrent>) -> anyhow::Result<()> {
+        let mut sessions = Vec::new();
+        for call in &calls {
+            let mut client = self
+                .ctx()
+                .client(&call.persona)
+                .with_context(|| format!("the profile has no token for persona \"{}\"", call.persona))?;
+            let ex = client.initialize().await;
+            if !client.is_initialized() {
+                let got = ex.summary();
+                self.record(ex);
+                return Err(self.fail(format!("initialize to succeed for persona \"{}\"", call.persona), got));
+            }
+            sessions.push(client);
+        }
+        let id_map = self.ctx().id_map.clone();
+        let runs = sessions.into_iter().zip(calls).map(|(mut client, call)| {
+            let args = id_map.outbound(&call.args);
+            async move {
+                tokio::time::sleep(std::time::Duration::from_millis(call.delay_ms)).await;
+                client.call_tool(&call.tool, args).await
+            }
+        });
+        for ex in futures::future::join_all(runs).await {
+            self.record(ex);
+        }
+        Ok(())
+    }
+
+    /// `tools/call` whose `arguments` are given as JSON text, sent byte for byte (to control
+    /// the order of their keys); IDs are not mapped.
+    pub async fn call_tool_text(&mut self, tool: &str, arguments: &str) -> anyhow::Result<&Exchange> {
+        let client = self.client().await?;
+        let id = client.take_id();
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{},"arguments":{arguments}}}}}"#,
+            Value::String(tool.to_owned())
+        );
+        let mut ex = client.post_raw(body.into_bytes(), Some(id), &[]).await;
+        ex.method = "tools/call".to_owned();
+        ex.tool = Some(tool.to_owned());
+        Ok(self.record(ex))
+    }
+
+    /// Keep `ex` as the last exchange, checking its structured output against the schema the
+    /// server published (PROTO-4, on every call).
+    pub fn record(&mut self, ex: Exchange) -> &Exchange {
+        if let Some(violation) = self.check_output_schema(&ex) {
+            self.schema_violations.push((self.history.len(), violation));
+        }
+        self.history.push(ex);
+        self.history.last().expect("just pushed")
+    }
+
+    fn check_output_schema(&self, ex: &Exchange) -> Option<String> {
+        let tool = ex.tool.as_deref()?;
+        let result = ex.result()?;
+        let rid = ex.request_id().unwrap_or("(no request_id)");
+        let validator = match self.ctx().published.output_validators.get(tool) {
+            None => return None,
+            Some(Err(e)) => return Some(format!("{tool}: the published outputSchema does not compile: {e}")),
+            Some(Ok(v)) => v,
+        };
+        let Some(structured) = result.get("structuredContent") else {
+            return Some(format!(
+                "{tool} ({rid}): no structuredContent although the tool publishes an outputSchema"
+            ));
+        };
+        let failures = validator.failures(structured);
+        (!failures.is_empty()).then(|| format!("{tool} ({rid}): {}", failures.join("; ")))
+    }
+
+    pub fn last(&self) -> anyhow::Result<&Exchange> {
+        self.history.last().ok_or_else(|| anyhow!("no request was sent yet in this scenario"))
+    }
+
+    /// The tools/call exchanges of the scenario.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &Exchange> {
+        self.history.iter().filter(|e| e.tool.is_some())
+    }
+
+    /// Every request_id seen in the scenario's answers.
+    pub fn request_ids(&self) -> Vec<String> {
+        self.history.iter().filter_map(|e| e.request_id()).map(str::to_owned).collect()
+    }
+
+    /// A failure about the last exchange.
+    pub fn fail(&self, expected: impl Display, got: impl Display) -> anyhow::Error {
+        self.fail_about(self.history.last(), expected, got)
+    }
+
+    /// A failure about a given exchange: everything needed to understand it on one screen.
+    pub fn fail_about(
+        &self,
+        ex: Option<&Exchange>,
+        expected: impl Display,
+        got: impl Display,
+    ) -> anyhow::Error {
+        let clauses = if self.clauses.is_empty() { "(none)".to_owned() } else { self.clauses.join(", ") };
+        let exchange = ex.map(Exchange::describe).unwrap_or_else(|| "no request sent".to_owned());
+        anyhow!("expected: {expected}\ngot: {got}\nclauses: {clauses}\n{exchange}")
+    }
+
+    /// The last call's success, or a failure saying what came instead.
+    pub fn success(&self) -> anyhow::Result<Success> {
+        let ex = self.last()?;
+        let Some(structured) = ex.structured() else {
+            return Err(self.fail("a tool success with structuredContent", ex.summary()));
+        };
+        if ex.is_error() {
+            return Err(self.fail("a tool success", ex.summary()));
+        }
+        match envelope::parse(structured) {
+            Ok(Parsed::Success { data, meta }) => {
+                Ok(Success { data: self.ctx().id_map.inbound(&data), meta })
+            }
+            Ok(Parsed::Error(body)) => Err(self.fail("a tool success", format!("tool error {}", body.code))),
+            Err(e) => Err(self.fail("a success envelope {data, meta}", format!("a malformed envelope: {e}"))),
+        }
+    }
+
+    /// The last call's tool error (isError with an error envelope), or a failure.
+    pub fn tool_error(&self) -> anyhow::Result<ErrorBody> {
+        let ex = self.last()?;
+        let Some(structured) = ex.structured() else {
+            return Err(self.fail("a tool error with structuredContent", ex.summary()));
+        };
+        match envelope::parse(structured) {
+            Ok(Parsed::Error(body)) if ex.is_error() => Ok(body),
+            Ok(Parsed::Error(_)) => Err(self.fail("isError: true on an error", "isError missing or false")),
+            Ok(Parsed::Success { .. }) => Err(self.fail("a tool error", ex.summary())),
+            Err(e) => {
+                Err(self
+                    .fail("an error envelope {data: {error}, meta}", format!("a malformed envelope: {e}")))
+            }
+        }
+    }
+
+    /// `the busy restaurant` → its dataset ID; `"ord_x"` → `ord_x` (with `CANARY` replaced).
+    pub fn landmark(&self, phrase: &str) -> anyhow::Result<String> {
+        let phrase = phrase.trim();
+        if let Some(lit) = phrase.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+            return Ok(self.expand(lit));
+        }
+        let key = phrase.strip_prefix("the ").unwrap_or(phrase).replace([' ', '-'], "_");
+        let landmarks = serde_json::to_value(&self.dataset().landmarks)?;
+        if let Some(id) = landmarks.get(&key).and_then(Value::as_str) {
+            return Ok(id.to_owned());
+        }
+        let known: Vec<String> = landmarks
+            .as_object()
+            .map(|o| o.keys().map(|k| format!("the {}", k.replace('_', " "))).collect())
+            .unwrap_or_default();
+        Err(anyhow!("unknown landmark \"{phrase}\": the dataset names {}", known.join(", ")))
+    }
+
+    /// Replace `CANARY` in a literal with the scenario's canary.
+    pub fn expand(&self, text: &str) -> String {
+        text.replace("CANARY", &self.canary)
+    }
+
+    /// The restaurant an order, conversation, transcript or instruction belongs to.
+    pub fn restaurant_of(&self, id: &str) -> anyhow::Result<String> {
+        let d = self.dataset();
+        let found = d
+            .orders
+            .iter()
+            .find(|o| o.id == id)
+            .map(|o| &o.restaurant_id)
+            .or_else(|| d.conversations.iter().find(|c| c.id == id).map(|c| &c.restaurant_id))
+            .or_else(|| d.transcripts.iter().find(|t| t.id == id).map(|t| &t.restaurant_id))
+            .or_else(|| d.instructions.iter().find(|i| i.id == id).map(|i| &i.restaurant_id));
+        found.cloned().ok_or_else(|| anyhow!("{id} is in no restaurant of the dataset"))
+    }
+
+    /// The persona's token, to prove it is never echoed.
+    pub fn token(&self) -> Option<&str> {
+        self.persona.as_deref().and_then(|p| self.ctx().profile.tokens.get(p)).map(String::as_str)
+    }
+}
+
+/// A step argument: a JSON literal (`5`, `"web"`, `["a"]`), else a landmark phrase.
+pub fn value_of(world: &ConformanceWorld, text: &str) -> anyhow::Result<Value> {
+    let text = text.trim();
+    if text.starts_with("the ") {
+        return world.landmark(text).map(Value::String);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::String(s)) => Ok(Value::String(world.expand(&s))),
+        Ok(v) => Ok(v),
+        Err(_) => Err(anyhow!("`{text}` is neither JSON nor a landmark like \"the busy restaurant\"")),
+    }
+}
+
+/// `limit 5 and channel "web"` → `[("limit", 5), ("channel", "web")]`.
+pub fn filters_of(world: &ConformanceWorld, text: &str) -> anyhow::Result<Vec<(String, Value)>> {
+    text.split(" and ")
+        .map(|part| {
+            let part = part.trim();
+            if part == "the last cursor" {
+                let cursor = world
+                    .list
+                    .as_ref()
+                    .and_then(|l| l.next_cursor.clone())
+                    .ok_or_else(|| anyhow!("no cursor was received yet"))?;
+                return Ok(("cursor".to_owned(), Value::String(cursor)));
+            }
+            let (field, value) =
+                part.split_once(' ').ok_or_else(|| anyhow!("`{part}` is not `<argument> <value>`"))?;
+            Ok((field.to_owned(), value_of(world, value)?))
+        })
+        .collect()
+}

@@ -1,0 +1,99 @@
+//! The features folder against the contract: every clause has a scenario, every clause tag is a
+//! real clause, every scenario checks a clause, and the binary's built-in copies are current.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use chataigne_conformance::features::{EMBEDDED, feature_files};
+use chataigne_contract::clauses::CLAUSES;
+use cucumber::gherkin::{self, GherkinEnv};
+
+fn features_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../features")
+}
+
+/// Every scenario's merged tags (feature, rule, scenario), with its name.
+fn scenarios() -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    for path in feature_files(&features_dir()).unwrap() {
+        let feature = gherkin::Feature::parse_path(&path, GherkinEnv::default())
+            .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+        let mut push = |rule_tags: &[String], sc: &gherkin::Scenario| {
+            let tags = feature.tags.iter().chain(rule_tags).chain(&sc.tags).cloned().collect();
+            out.push((format!("{}: {}", path.display(), sc.name), tags));
+        };
+        for sc in &feature.scenarios {
+            push(&[], sc);
+        }
+        for rule in &feature.rules {
+            for sc in &rule.scenarios {
+                push(&rule.tags, sc);
+            }
+        }
+    }
+    out
+}
+
+fn looks_like_clause(tag: &str) -> bool {
+    tag.split_once('-').is_some_and(|(area, n)| {
+        !area.is_empty()
+            && area.bytes().all(|b| b.is_ascii_uppercase())
+            && n.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// Fails until every contract area has its feature file; the message names what is missing.
+#[test]
+fn every_clause_has_a_scenario() {
+    let tagged: BTreeSet<String> = scenarios().into_iter().flat_map(|(_, tags)| tags).collect();
+    let missing: Vec<&str> = CLAUSES.iter().map(|c| c.id).filter(|id| !tagged.contains(*id)).collect();
+    let mut areas: Vec<&str> = missing.iter().filter_map(|id| id.split('-').next()).collect();
+    areas.dedup();
+    assert!(
+        missing.is_empty(),
+        "{} clauses have no scenario in features/ (areas: {}): {}",
+        missing.len(),
+        areas.join(", "),
+        missing.join(", ")
+    );
+}
+
+#[test]
+fn every_clause_tag_is_a_clause() {
+    let unknown: Vec<String> = scenarios()
+        .into_iter()
+        .flat_map(|(name, tags)| tags.into_iter().map(move |t| (name.clone(), t)))
+        .filter(|(_, t)| looks_like_clause(t) && chataigne_contract::clauses::find(t).is_none())
+        .map(|(name, t)| format!("@{t} in {name}"))
+        .collect();
+    assert!(unknown.is_empty(), "tags that are not clauses of the contract: {}", unknown.join("; "));
+}
+
+#[test]
+fn every_scenario_checks_a_clause() {
+    let untagged: Vec<String> = scenarios()
+        .into_iter()
+        .filter(|(_, tags)| !tags.iter().any(|t| chataigne_contract::clauses::find(t).is_some()))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(untagged.is_empty(), "scenarios without a clause tag: {}", untagged.join("; "));
+}
+
+/// The binary's built-in copies are the folder's files (add a new file to `EMBEDDED`).
+#[test]
+fn built_in_features_are_the_folder() {
+    let on_disk: Vec<(String, String)> = feature_files(&features_dir())
+        .unwrap()
+        .iter()
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(p).unwrap()))
+        .collect();
+    let built_in: Vec<(String, String)> =
+        EMBEDDED.iter().map(|(n, t)| ((*n).to_owned(), (*t).to_owned())).collect();
+    let names = |v: &[(String, String)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&built_in),
+        names(&on_disk),
+        "features::EMBEDDED must list every file of features/, sorted"
+    );
+    assert!(built_in == on_disk, "a built-in feature differs from its file: rebuild");
+}

@@ -1,0 +1,181 @@
+//! The runner against broken servers: connection-level problems end with exit code 2 and one
+//! line; answer-level problems fail the clause they break, with a message that says why.
+
+use std::time::Duration;
+
+use chataigne_conformance::cli::Outcome;
+use chataigne_conformance::report::{ClauseResult, Status};
+use serde_json::{Value, json};
+
+use crate::fake::{Fake, Reply, conforming, request_id, success};
+
+/// Exit code 2 and a one-line reason containing `needle`.
+fn check_config_error(outcome: &Outcome, needle: &str) {
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let reason = outcome.error.as_deref().unwrap_or_default();
+    assert!(reason.contains(needle), "reason {reason:?} lacks {needle:?}");
+    assert!(!reason.contains('\n'), "not one line: {reason:?}");
+}
+
+fn clause<'a>(outcome: &'a Outcome, id: &str) -> &'a ClauseResult {
+    let report = outcome.report.as_ref().unwrap_or_else(|| panic!("no report: {outcome:?}"));
+    report.clauses.iter().find(|c| c.id == id).unwrap()
+}
+
+/// `id` failed, and the first failing scenario's message contains every needle.
+fn check_failed(outcome: &Outcome, id: &str, needles: &[&str]) {
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let c = clause(outcome, id);
+    assert_eq!(c.status, Status::Failed, "{c:?}");
+    let message = c
+        .scenarios
+        .iter()
+        .find(|s| s.status == Status::Failed)
+        .and_then(|s| s.message.clone())
+        .unwrap_or_default();
+    for needle in needles {
+        assert!(message.contains(needle), "{id}: message lacks {needle:?}:\n{message}");
+    }
+    assert!(!message.contains("t-owner"), "a token leaked into the message:\n{message}");
+}
+
+#[test]
+fn an_html_page_is_a_configuration_error() {
+    let fake = Fake::start();
+    fake.serve(|_, _| Reply::Raw(200, "text/html", "<html><body>Welcome</body></html>".into()));
+    check_config_error(&fake.run(2000, &[]), "HTML page");
+}
+
+#[test]
+fn a_server_error_on_initialize_is_a_configuration_error() {
+    let fake = Fake::start();
+    fake.serve(|_, _| Reply::Raw(500, "text/plain", "boom".into()));
+    check_config_error(&fake.run(2000, &[]), "HTTP 500");
+}
+
+#[test]
+fn a_refused_connection_is_a_configuration_error() {
+    let fake = Fake::start();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let endpoint = format!("http://127.0.0.1:{port}/mcp");
+    check_config_error(&fake.run(2000, &["--endpoint", &endpoint]), "cannot reach");
+}
+
+#[test]
+fn a_hanging_server_is_a_configuration_error() {
+    let fake = Fake::start();
+    fake.serve(|_, _| Reply::Hang(Duration::from_secs(5)));
+    check_config_error(&fake.run(300, &[]), "no answer within 300 ms");
+}
+
+#[test]
+fn every_token_refused_is_a_configuration_error() {
+    let fake = Fake::start();
+    fake.serve(|_, _| Reply::Raw(401, "application/json", "{}".into()));
+    check_config_error(&fake.run(2000, &[]), "401");
+}
+
+#[test]
+fn a_bad_profile_is_a_configuration_error() {
+    let outcome = chataigne_conformance::cli::execute_args(
+        ["chataigne-conformance", "--profile", "/nonexistent/profile.toml"],
+        std::io::sink(),
+    );
+    check_config_error(&outcome, "cannot read profile");
+}
+
+#[test]
+fn conforming_answers_pass() {
+    let fake = Fake::start();
+    fake.serve_tools(conforming);
+    let outcome = fake.run(2000, &["--tags", "@ENV-1"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let c = clause(&outcome, "ENV-1");
+    assert_eq!(c.status, Status::Passed);
+    assert!(c.scenarios.iter().all(|s| s.request_ids.iter().any(|r| r.starts_with("req_fake"))), "{c:?}");
+    assert_eq!(clause(&outcome, "PROTO-4").status, Status::NotRun);
+    // The JSON report is written too.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(fake.report_path()).unwrap()).unwrap();
+    assert_eq!(report["summary"]["failed"], 0);
+}
+
+#[test]
+fn a_server_error_on_a_tool_fails_the_clause() {
+    let fake = Fake::start();
+    fake.serve_tools(|_, _| Reply::Raw(500, "text/plain", "Internal Server Error".into()));
+    let outcome = fake.run(2000, &["--tags", "@ENV-1"]);
+    check_failed(
+        &outcome,
+        "ENV-1",
+        &["HTTP 500", "clauses: ENV-1", "tools/call get_restaurant", "Bearer ***"],
+    );
+}
+
+#[test]
+fn a_hanging_tool_fails_the_clause() {
+    let fake = Fake::start();
+    fake.serve_tools(|_, _| Reply::Hang(Duration::from_secs(3)));
+    let outcome = fake.run(300, &["--tags", "@ENV-1"]);
+    check_failed(&outcome, "ENV-1", &["no answer within 300 ms"]);
+}
+
+#[test]
+fn a_wrong_envelope_fails_the_clause() {
+    let fake = Fake::start();
+    fake.serve_tools(|_, _| {
+        Reply::Result(json!({
+            "content": [{ "type": "text", "text": "done" }],
+            "structuredContent": { "result": { "id": "rst_central" }, "request_id": request_id() },
+        }))
+    });
+    let outcome = fake.run(2000, &["--tags", "@ENV-1"]);
+    check_failed(&outcome, "ENV-1", &["malformed envelope", "structuredContent has no `data`"]);
+    // Every output is also checked against the published schema, whatever the scenario.
+    let proto4 = clause(&outcome, "PROTO-4");
+    assert_eq!(proto4.status, Status::Failed, "{proto4:?}");
+    assert!(proto4.findings.iter().any(|f| f.contains("get_restaurant")), "{proto4:?}");
+}
+
+#[test]
+fn a_missing_request_id_fails_the_clause() {
+    let fake = Fake::start();
+    fake.serve_tools(|tool, args| match conforming(tool, args) {
+        Reply::Result(mut r) => {
+            if let Some(meta) = r.pointer_mut("/structuredContent/meta").and_then(Value::as_object_mut) {
+                meta.remove("request_id");
+            }
+            Reply::Result(r)
+        }
+        // ENV-2's error case: an error envelope without request_id.
+        _ => success(json!({})),
+    });
+    let outcome = fake.run(2000, &["--tags", "@ENV-2"]);
+    check_failed(&outcome, "ENV-2", &["meta.request_id on every tool result", "request_id: (none)"]);
+}
+
+#[test]
+fn scenarios_needing_the_control_api_are_skipped_with_the_reason() {
+    let fake = Fake::start();
+    fake.serve_tools(conforming);
+    let outcome = fake.run(2000, &["--tags", "@PAG-7"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let c = clause(&outcome, "PAG-7");
+    assert_eq!(c.status, Status::Skipped);
+    assert_eq!(c.reason.as_deref(), Some("needs control API"));
+    assert_eq!(c.scenarios[0].skip_reason.as_deref(), Some("needs control API"));
+    // Under --require-all, skipped and not run clauses fail the run.
+    assert_eq!(fake.run(2000, &["--tags", "@PAG-7", "--require-all"]).code, 1);
+}
+
+#[test]
+fn features_that_do_not_parse_are_a_configuration_error() {
+    let fake = Fake::start();
+    fake.serve_tools(conforming);
+    let dir = std::env::temp_dir().join(format!("chataigne-bad-features-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("broken.feature"), "Feature: broken\n  Scenario without a colon\n    Given\n")
+        .unwrap();
+    let outcome = fake.run(2000, &["--features", dir.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    check_config_error(&outcome, "do not parse");
+}
