@@ -39,6 +39,9 @@ pub struct Config {
     pub redis_url: Option<String>,
     /// Prefix of this deployment's Redis keys: replicas share it.
     pub redis_namespace: String,
+    /// Generated orders added to `rst_large` at start and on reset, for benchmarks
+    /// (`store::SYNTHETIC_RESTAURANT`, docs/BENCHMARKS.md); 0 by default.
+    pub synthetic_orders: usize,
 }
 
 impl Config {
@@ -55,6 +58,7 @@ impl Config {
             auth_server: true,
             redis_url: None,
             redis_namespace: "chataigne".into(),
+            synthetic_orders: 0,
         }
     }
 
@@ -105,7 +109,7 @@ impl App {
             None => (Arc::new(MemoryStore::default()), Arc::new(MemoryLimiter::default())),
         };
         Ok(App {
-            store: Store::new(&config.dataset),
+            store: Store::new(&config.dataset, config.synthetic_orders),
             clock: Clock::default(),
             idempotency,
             keys: KeyHasher::new(&secret),
@@ -132,7 +136,7 @@ impl App {
 
     /// Back to the state at start: data, keys, windows, faults, deadlines, clock.
     pub fn reset(&self) {
-        self.store.reset(&self.config.dataset);
+        self.store.reset(&self.config.dataset, self.config.synthetic_orders);
         // A shared store that is down keeps its keys; the rest of the reset still applies.
         let _ = self.idempotency.clear();
         let _ = self.rate.clear();

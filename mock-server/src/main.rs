@@ -68,6 +68,10 @@ struct Cli {
     /// Secret for cursors and idempotency key hashes (replicas must share it; default random).
     #[arg(long, env = "CHATAIGNE_SECRET")]
     secret: Option<String>,
+    /// Add N generated orders to rst_large, at start and on reset (benchmarks; see
+    /// docs/BENCHMARKS.md).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    synthetic_orders: usize,
 }
 
 #[derive(Subcommand)]
@@ -122,6 +126,7 @@ fn main() -> anyhow::Result<()> {
         auth_server: !cli.no_auth_server,
         redis_url: cli.redis.clone(),
         redis_namespace: cli.redis_namespace.clone(),
+        synthetic_orders: cli.synthetic_orders,
         ..Config::new(dataset)
     };
     logging::init(cli.log_format, cli.log_file.as_deref())?;

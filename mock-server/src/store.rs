@@ -8,7 +8,14 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use chataigne_contract::Role;
 use chataigne_contract::dataset::{
     Conversation, Dataset, Instruction, Membership, Message, Order, Organization, Restaurant, Transcript,
+    synthetic_orders,
 };
+
+/// The restaurant that receives `--synthetic-orders`: the large one, so `rst_central` (which the
+/// suite and the load driver read) keeps its published 137 orders whatever the count.
+pub const SYNTHETIC_RESTAURANT: &str = "rst_large";
+/// Seed of the synthetic orders: the same N gives the same orders, across resets and replicas.
+const SYNTHETIC_SEED: u64 = 1;
 
 /// `(timestamp, id)`: the sort key of every list, newest last in the map.
 pub type Key = (String, String);
@@ -54,6 +61,15 @@ impl Data {
         }
         for i in &dataset.instructions {
             data.insert_instruction(i.clone());
+        }
+        data
+    }
+
+    /// The dataset plus `synthetic` generated orders in [`SYNTHETIC_RESTAURANT`] (benchmarks).
+    pub fn load_with(dataset: &Dataset, synthetic: usize) -> Data {
+        let mut data = Data::load(dataset);
+        for o in synthetic_orders(SYNTHETIC_RESTAURANT, synthetic, SYNTHETIC_SEED) {
+            data.insert_order(o);
         }
         data
     }
@@ -175,8 +191,9 @@ pub struct Store {
 }
 
 impl Store {
-    pub fn new(dataset: &Dataset) -> Store {
-        Store { data: RwLock::new(Data::load(dataset)) }
+    /// The dataset, plus `synthetic` generated orders (0 outside benchmarks).
+    pub fn new(dataset: &Dataset, synthetic: usize) -> Store {
+        Store { data: RwLock::new(Data::load_with(dataset, synthetic)) }
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, Data> {
@@ -189,7 +206,7 @@ impl Store {
         self.data.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn reset(&self, dataset: &Dataset) {
-        *self.write() = Data::load(dataset);
+    pub fn reset(&self, dataset: &Dataset, synthetic: usize) {
+        *self.write() = Data::load_with(dataset, synthetic);
     }
 }

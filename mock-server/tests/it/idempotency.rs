@@ -179,6 +179,8 @@ async fn the_same_key_while_the_first_call_runs_is_in_progress() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sixty_four_concurrent_duplicates_send_one_message() {
     let server = start().await;
+    // The first call holds its key long enough for the others to arrive while it runs.
+    server.fault(json!({ "tool": "send_message", "latency_ms": 300 })).await;
     let k = key("storm");
     let replies = concurrently(64, 64, |_| {
         let (server, k) = (&server, &k);

@@ -119,6 +119,8 @@ async fn the_lifecycle_moves_one_step_forward_only() {
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_order_updates_from_one_observed_state_have_exactly_one_winner() {
     let server = start().await;
+    // Every racer passes the precondition check before any effect: the store decides.
+    server.fault(json!({ "tool": "update_order_status", "latency_ms": 300 })).await;
     let id = order_in("rst_central", "received").id.clone();
     let personas = ["owner", "manager", "staff"];
     let replies = concurrently(64, 64, |i| {
@@ -147,6 +149,7 @@ async fn racing_order_updates_from_one_observed_state_have_exactly_one_winner() 
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_restaurant_status_changes_have_exactly_one_winner() {
     let server = start().await;
+    server.fault(json!({ "tool": "set_restaurant_status", "latency_ms": 300 })).await;
     let personas = ["owner", "manager"];
     let replies = concurrently(64, 64, |i| {
         let server = &server;
