@@ -67,12 +67,11 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let ct = CancellationToken::new();
     let router = router(app, ct.child_token());
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            ct.cancel();
-        })
-        .await?;
+    // rmcp's token is cancelled only once axum has drained the calls in flight: cancelling it
+    // at the signal would answer them with 500.
+    let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+    ct.cancel();
+    served?;
     Ok(())
 }
 

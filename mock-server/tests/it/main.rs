@@ -14,6 +14,8 @@ mod oauth;
 mod pagination;
 mod preconditions;
 mod protocol;
+mod races;
 mod rate_limits;
 mod security;
+mod shutdown;
 mod stdio;

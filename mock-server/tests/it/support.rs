@@ -283,7 +283,8 @@ pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Server {
     if let Ok(url) = std::env::var("IT_REDIS") {
         static NAMESPACE: AtomicU64 = AtomicU64::new(0);
         config.redis_url = Some(url);
-        config.redis_namespace = format!("it-{}-{}", std::process::id(), NAMESPACE.fetch_add(1, Ordering::Relaxed));
+        config.redis_namespace =
+            format!("it-{}-{}", std::process::id(), NAMESPACE.fetch_add(1, Ordering::Relaxed));
     }
     tweak(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");

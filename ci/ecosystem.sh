@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Proves that the reference server works with the real MCP ecosystem tools (issue 11):
+#   - the official conformance suite (@modelcontextprotocol/conformance, server scenarios),
+#     through ci/ecosystem/inject-token.mjs, which adds the bearer token it cannot send;
+#   - the MCP Inspector in CLI mode (@modelcontextprotocol/inspector);
+#   - the official TypeScript SDK client (@modelcontextprotocol/sdk), over HTTP and over stdio.
+# Node 22 and the packages are installed under .ecosystem/ (the system Node is not touched).
+# Loopback only. Idempotent: re-runs reuse .ecosystem/ when the pinned versions are there.
+# See docs/ECOSYSTEM.md. Exit 0 when every check passes, 1 otherwise.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+ECO=$ROOT/.ecosystem
+HERE=$ROOT/ci/ecosystem
+
+# Pinned versions (override with the environment to try newer ones).
+NODE_VERSION=${ECOSYSTEM_NODE_VERSION:-22.23.3}
+CONFORMANCE_VERSION=${ECOSYSTEM_CONFORMANCE_VERSION:-0.1.16}
+INSPECTOR_VERSION=${ECOSYSTEM_INSPECTOR_VERSION:-2.12.0}
+SDK_VERSION=${ECOSYSTEM_SDK_VERSION:-1.32.2}
+TOKEN=dev-token-owner
+EXPECTED_TOOLS=17
+
+# The scenarios the issue requires. A required scenario may only fail when it is listed, with
+# its reason, in ci/ecosystem/expected-failures.txt (and is then reported as XFAIL [required]).
+REQUIRED_SCENARIOS=server-initialize,ping,tools-list,resources-list,prompts-list,logging-set-level,server-sse-multiple-streams,dns-rebinding-protection
+
+NODE=$ECO/node_modules/node/bin/node
+LOGS=$ECO/logs
+mkdir -p "$ECO" "$LOGS"
+
+say() { echo "ecosystem: $*" >&2; }
+
+passed=0
+failed=0
+summary=()
+record() { # record PASS|FAIL NAME DETAIL
+  summary+=("$(printf '%-4s  %-40s %s' "$1" "$2" "$3")")
+  if [[ $1 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  printf '%-4s  %-40s %s\n' "$1" "$2" "$3" >&2
+}
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
+started=$SECONDS
+
+# --- 1. Node 22 and the npm packages, under .ecosystem/ ----------------------------------------
+pkg_version() { # the installed version of an npm package in .ecosystem, or nothing
+  "$NODE" -p "require('$ECO/node_modules/$1/package.json').version" 2>/dev/null || true
+}
+NPM_FLAGS=(--prefix "$ECO" --no-audit --no-fund --loglevel=error)
+if [[ ! -f $ECO/package.json ]]; then
+  # allowScripts: the `node` package installs its binary in a preinstall script.
+  printf '{\n  "private": true,\n  "allowScripts": { "node": true }\n}\n' >"$ECO/package.json"
+fi
+if [[ "$("$NODE" --version 2>/dev/null || true)" != "v$NODE_VERSION" ]]; then
+  say "installing node@$NODE_VERSION into .ecosystem (system npm $(npm --version))"
+  npm install "${NPM_FLAGS[@]}" "node@$NODE_VERSION" >"$LOGS/npm-node.log" 2>&1 \
+    || { cat "$LOGS/npm-node.log" >&2; exit 1; }
+fi
+if [[ "$("$NODE" --version 2>/dev/null || true)" != "v$NODE_VERSION" ]]; then
+  say "node@$NODE_VERSION did not install a working $NODE"
+  exit 1
+fi
+# From here on, `node` and the npm that runs on it are Node 22's (npm comes from the system).
+export PATH=$ECO/node_modules/node/bin:$PATH
+if [[ "$(pkg_version @modelcontextprotocol/conformance)" != "$CONFORMANCE_VERSION" \
+  || "$(pkg_version @modelcontextprotocol/inspector)" != "$INSPECTOR_VERSION" \
+  || "$(pkg_version @modelcontextprotocol/sdk)" != "$SDK_VERSION" ]]; then
+  say "installing the MCP packages into .ecosystem"
+  npm install "${NPM_FLAGS[@]}" "node@$NODE_VERSION" \
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+    "@modelcontextprotocol/inspector@$INSPECTOR_VERSION" \
+    "@modelcontextprotocol/sdk@$SDK_VERSION" >"$LOGS/npm-mcp.log" 2>&1 \
+    || { cat "$LOGS/npm-mcp.log" >&2; exit 1; }
+fi
+versions="node $("$NODE" --version), conformance $(pkg_version @modelcontextprotocol/conformance)"
+versions+=", inspector $(pkg_version @modelcontextprotocol/inspector), sdk $(pkg_version @modelcontextprotocol/sdk)"
+record PASS install "$versions"
+
+# --- 2. Build and start the server, and the token-injecting proxy ------------------------------
+say "building mock-server"
+cargo build -q -p mock-server
+SERVER_BIN=$ROOT/target/debug/chataigne-mock
+
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+wait_port() { # wait_port PORT NAME PID
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    kill -0 "$3" 2>/dev/null || { say "$2 exited early"; return 1; }
+    sleep 0.1
+  done
+  say "$2 is not listening on 127.0.0.1:$1 after 10 s"
+  return 1
+}
+
+PORT=${ECOSYSTEM_PORT:-$(free_port)}
+"$SERVER_BIN" --listen "127.0.0.1:$PORT" >"$LOGS/server.log" 2>&1 &
+pids+=($!)
+wait_port "$PORT" chataigne-mock "${pids[-1]}" || { tail -20 "$LOGS/server.log" >&2; exit 1; }
+MCP_URL=http://127.0.0.1:$PORT/mcp
+
+PROXY_PORT=${ECOSYSTEM_PROXY_PORT:-$(free_port)}
+node "$HERE/inject-token.mjs" "$PROXY_PORT" "http://127.0.0.1:$PORT" "$TOKEN" >"$LOGS/proxy.log" 2>&1 &
+pids+=($!)
+wait_port "$PROXY_PORT" inject-token "${pids[-1]}" || { tail -20 "$LOGS/proxy.log" >&2; exit 1; }
+say "server at $MCP_URL, token-injecting proxy at http://127.0.0.1:$PROXY_PORT/mcp"
+
+# --- 3. The official conformance suite, server scenarios (active suite) ------------------------
+CONF_OUT=$ECO/results/conformance
+rm -rf "$CONF_OUT"
+say "running the conformance suite (log: .ecosystem/logs/conformance.log)"
+# Its exit status is 1 whenever any scenario fails; the verdict below compares with the list.
+(cd "$ECO" && node node_modules/@modelcontextprotocol/conformance/dist/index.js server \
+  --url "http://127.0.0.1:$PROXY_PORT/mcp" -o "$CONF_OUT") >"$LOGS/conformance.log" 2>&1 || true
+if node "$HERE/conformance-verdict.mjs" "$CONF_OUT" "$HERE/expected-failures.txt" "$REQUIRED_SCENARIOS" \
+  >"$LOGS/conformance-verdict.txt"; then
+  record PASS conformance "$(tail -1 "$LOGS/conformance-verdict.txt")"
+else
+  record FAIL conformance "$(tail -1 "$LOGS/conformance-verdict.txt")"
+fi
+sed 's/^/        /' "$LOGS/conformance-verdict.txt" >&2
+# One summary line per required scenario. XFAIL = listed in expected-failures.txt with a reason
+# (already counted by the conformance line above; a known gap, shown here so it is not missed).
+xfail_required=0
+for scenario in ${REQUIRED_SCENARIOS//,/ }; do
+  line=$(grep -m1 -E "^[A-Z]+ +$scenario \[required\]" "$LOGS/conformance-verdict.txt" || true)
+  status=${line%% *}
+  detail=$(sed -E 's/^[A-Z]+ +[a-z0-9-]+ \[required\] *//' <<<"$line")
+  case $status in
+    PASS) record PASS "conformance/$scenario" "${detail:-passed}" ;;
+    XFAIL)
+      xfail_required=$((xfail_required + 1))
+      summary+=("$(printf '%-4s %-40s %s' XFAIL "conformance/$scenario" "$detail")")
+      ;;
+    *) record FAIL "conformance/$scenario" "${detail:-not run}" ;;
+  esac
+done
+
+# --- 4. MCP Inspector, CLI mode ------------------------------------------------------------------
+# Its home and catalog live in .ecosystem, not in ~/.mcp-inspector.
+mkdir -p "$ECO/home"
+inspector() {
+  (cd "$ECO" && HOME=$ECO/home MCP_CATALOG_PATH=$ECO/home/mcp.json timeout 120 \
+    node node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js --cli \
+    "$MCP_URL" --transport http --header "Authorization: Bearer $TOKEN" "$@")
+}
+# check_json NAME FILE JS: JS is the body of a function of `d` (the parsed output) that returns
+# the detail string when the output is right and throws otherwise.
+check_json() {
+  local detail
+  if detail=$(node -e '
+      const d = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      process.stdout.write(String((function (d) {'"$3"'})(d)));' "$2" 2>&1); then
+    record PASS "$1" "$detail"
+  else
+    record FAIL "$1" "$(echo "$detail" | grep -m1 -E 'Error|error' || echo "$detail" | head -1)"
+  fi
+}
+if inspector --method tools/list >"$LOGS/inspector-tools-list.json" 2>"$LOGS/inspector-tools-list.err"; then
+  check_json inspector/tools-list "$LOGS/inspector-tools-list.json" "
+    const n = d.tools.length;
+    if (n !== $EXPECTED_TOOLS) throw new Error(n + ' tools, expected $EXPECTED_TOOLS');
+    return n + ' tools';"
+else
+  record FAIL inspector/tools-list "exit $?: $(tail -1 "$LOGS/inspector-tools-list.err")"
+fi
+if inspector --method tools/call --tool-name list_orders --tool-arg restaurant_id=rst_central limit=2 \
+  >"$LOGS/inspector-list-orders.json" 2>"$LOGS/inspector-list-orders.err"; then
+  check_json inspector/list_orders "$LOGS/inspector-list-orders.json" "
+    if (d.isError) throw new Error('isError: ' + JSON.stringify(d.structuredContent));
+    const orders = d.structuredContent.data.orders;
+    if (orders.length !== 2) throw new Error(orders.length + ' orders, expected 2');
+    if (!orders.every((o) => o.restaurant_id === 'rst_central')) throw new Error('an order of another restaurant');
+    return '2 orders (' + orders.map((o) => o.id).join(', ') + ')';"
+else
+  record FAIL inspector/list_orders "exit $?: $(tail -1 "$LOGS/inspector-list-orders.err")"
+fi
+
+# --- 5. The official TypeScript SDK client, over Streamable HTTP and over stdio ------------------
+for transport in http stdio; do
+  target=$MCP_URL
+  [[ $transport == stdio ]] && target=$SERVER_BIN
+  if ECOSYSTEM_DIR=$ECO node "$HERE/sdk-client.mjs" "$transport" "$target" >"$LOGS/sdk-$transport.txt" 2>&1; then
+    record PASS "sdk/$transport" "$(grep -c '^  PASS' "$LOGS/sdk-$transport.txt") checks"
+  else
+    record FAIL "sdk/$transport" "$(grep -m1 -E '^  FAIL' "$LOGS/sdk-$transport.txt" || tail -1 "$LOGS/sdk-$transport.txt")"
+  fi
+  sed 's/^/      /' "$LOGS/sdk-$transport.txt" >&2
+done
+
+# --- 6. Summary ----------------------------------------------------------------------------------
+echo
+echo "Ecosystem checks (logs in .ecosystem/logs, $((SECONDS - started)) s):"
+printf '%s\n' "${summary[@]}"
+if [[ $xfail_required -gt 0 ]]; then
+  echo "($xfail_required required conformance scenarios are listed expected failures: see ci/ecosystem/expected-failures.txt)"
+fi
+echo "ecosystem: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
