@@ -178,3 +178,30 @@ async fn foreign_origins_and_hosts_are_refused() {
     let http = server.post_mcp(&[("origin", "https://evil.example")], list.clone()).await;
     assert_eq!(http.status, 403);
 }
+
+/// PROTO-1: the stateless revision 2026-07-28 — `server/discover` lists the served versions, and
+/// a tool call carrying the per-request metadata is answered without any handshake.
+#[tokio::test]
+async fn the_2026_07_28_revision_discovers_and_calls_statelessly() {
+    let server = start().await;
+    let auth = format!("Bearer {}", token("owner"));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let base = [("authorization", auth.as_str()), ("mcp-protocol-version", "2026-07-28")];
+
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}});
+    let headers = [base[0], base[1], ("mcp-method", "server/discover")];
+    let answer = server.post_mcp(&headers, discover.to_string()).await;
+    let versions = json!(["2025-06-18", "2025-11-25", "2026-07-28"]);
+    assert_eq!(answer.json["result"]["supportedVersions"], versions, "{}", answer.text);
+
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "get_restaurant", "arguments": {"restaurant_id": "rst_small"}, "_meta": meta}});
+    let headers = [base[0], base[1], ("mcp-method", "tools/call"), ("mcp-name", "get_restaurant")];
+    let answer = server.post_mcp(&headers, call.to_string()).await;
+    let restaurant = &answer.json["result"]["structuredContent"]["data"]["restaurant"];
+    assert_eq!(restaurant["id"], "rst_small", "{}", answer.text);
+}
