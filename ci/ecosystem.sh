@@ -58,7 +58,7 @@ started=$SECONDS
 pkg_version() { # the installed version of an npm package in .ecosystem, or nothing
   "$NODE" -p "require('$ECO/node_modules/$1/package.json').version" 2>/dev/null || true
 }
-NPM_FLAGS=(--prefix "$ECO" --no-audit --no-fund --loglevel=error)
+NPM_FLAGS=(--prefix "$ECO" --save-exact --no-audit --no-fund --loglevel=error)
 if [[ ! -f $ECO/package.json ]]; then
   # allowScripts: the `node` package installs its binary in a preinstall script.
   printf '{\n  "private": true,\n  "allowScripts": { "node": true }\n}\n' >"$ECO/package.json"

@@ -2,27 +2,33 @@ Feature: Authentication and authorization
   Every call needs a valid bearer token issued for this server. What a token may do is bounded by
   its scopes, and what its user may do by the memberships they hold now: another tenant's data is
   unreachable, and a refusal never tells whether a resource exists.
-  (The stdio half of AUTH-1, a token from the environment, is not checked: the suite speaks
-  Streamable HTTP only.)
+  Over HTTP the token is a bearer token; over stdio it comes from the server's environment.
 
-  @AUTH-1
+  @AUTH-1 @needs-http
   Scenario: A request without a token is refused with a bearer challenge
     When someone without a token initializes
     Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
 
-  @AUTH-1
+  @AUTH-1 @needs-http
   Scenario: A token the server never issued is refused with a bearer challenge
     When someone with the token "not-a-token-CANARY" initializes
     Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
 
-  @AUTH-1
+  @AUTH-1 @needs-http
   Scenario: The protected resource metadata names the authorization server and the scopes
     When someone without a token initializes
     Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
     When they fetch the protected resource metadata
     Then the metadata names an authorization server and every scope of the contract
 
-  @AUTH-2
+  @AUTH-1 @needs-stdio
+  Scenario: A server started over stdio without a token refuses every call
+    When someone without a token starts the server over stdio
+    And they call every tool of the contract
+    Then every tool call failed with "MCP_AUTHENTICATION_REQUIRED"
+    And the error has category "authentication" and is not retryable
+
+  @AUTH-2 @needs-http
   Scenario: A token issued for another audience is refused
     Given the persona "other_audience"
     When they initialize

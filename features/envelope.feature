@@ -21,13 +21,18 @@ Feature: The response envelope
     And the result has one text block a person can read
 
   @ENV-2
-  Scenario: Every call gets its own well-formed request_id, also sent as the x-request-id header
+  Scenario: Every call gets its own well-formed request_id
     When they get the busy restaurant
     And they get the busy restaurant
     And they list the orders of the busy restaurant with limit 0
     Then every request_id seen has the contract's format
     And the request_ids seen are all different
-    And every answer carries its request_id in the x-request-id header
+
+  @ENV-2 @needs-http
+  Scenario: Every answer over HTTP also sends its request_id as the x-request-id header
+    When they get the busy restaurant
+    And they list the orders of the busy restaurant with limit 0
+    Then every answer carries its request_id in the x-request-id header
 
   @ENV-3
   Scenario: Summaries stay under 4 KiB and structured outputs under 128 KiB, even for big answers

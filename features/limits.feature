@@ -51,13 +51,13 @@ Feature: Limits
     When they get the small transcript
     Then the call succeeds
 
-  @LIM-7
+  @LIM-7 @needs-http
   Scenario: A request body of exactly 1 MiB is read
     When they send a tools/call request whose body is 1048576 bytes long
     Then the HTTP status is not 413
     And the server answered without a server error
 
-  @LIM-7
+  @LIM-7 @needs-http
   Scenario: A request body over 1 MiB is refused with HTTP 413
     When they send a tools/call request whose body is 1048577 bytes long
     Then the HTTP status is 413

@@ -1,16 +1,16 @@
 Feature: Transport and protocol
-  The server speaks MCP over Streamable HTTP, answers protocol mistakes with the right JSON-RPC
+  The server speaks MCP over Streamable HTTP (or stdio), answers protocol mistakes with the right JSON-RPC
   errors, describes its tools completely, keeps every output inside the schema it publishes,
   and refuses requests from foreign web origins.
 
-  @PROTO-1
+  @PROTO-1 @needs-http
   Scenario: An ordinary MCP client library connects with a bearer token and lists the tools
     Given the persona "owner"
     When an MCP client library connects with their token and lists the tools
     Then the library session uses a protocol version the contract serves
     And the library lists the tools of the contract
 
-  @PROTO-1
+  @PROTO-1 @needs-http
   Scenario: A client of the stateless protocol 2026-07-28 discovers the server and lists the tools
     Given the persona "owner"
     When an MCP client library connects with their token using protocol version "2026-07-28" and lists the tools
@@ -42,7 +42,7 @@ Feature: Transport and protocol
     When they send the JSON-RPC request "orders/teleport"
     Then the answer is the JSON-RPC error -32601
 
-  @PROTO-2
+  @PROTO-2 @needs-http
   Scenario: A body that is not JSON is a JSON-RPC parse error
     Given the persona "owner"
     When they post the raw body:
@@ -51,7 +51,7 @@ Feature: Transport and protocol
       """
     Then the answer is the JSON-RPC error -32700
 
-  @PROTO-2
+  @PROTO-2 @needs-http
   Scenario: A JSON object that is not a JSON-RPC request is an invalid-request error
     Given the persona "owner"
     When they post the raw body:
@@ -80,7 +80,7 @@ Feature: Transport and protocol
     And they get the huge transcript
     Then every structured output seen validates against the tool's published outputSchema
 
-  @PROTO-5
+  @PROTO-5 @needs-http
   Scenario: A request from a foreign web origin is refused (DNS-rebinding protection)
     Given the persona "owner"
     When they initialize with the header "Origin" set to "https://attacker.example"

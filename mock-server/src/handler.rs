@@ -69,17 +69,38 @@ pub fn tool_descriptors(app: &App) -> Vec<Value> {
 }
 
 impl ServerHandler for Handler {
+    // Logging is deprecated (SEP-2577) but still probed by generic clients and the official
+    // conformance suite; it is accepted and changes nothing (our logs are the server's own).
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("chataigne-mock", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "Chataigne restaurant tools. Lists page with meta.next_cursor; writes need expected_status \
+        // Resources and prompts are empty lists and logging a no-op, advertised so generic MCP
+        // clients and the official conformance suite get answers rather than -32601.
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("chataigne-mock", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Chataigne restaurant tools. Lists page with meta.next_cursor; writes need expected_status \
                  or an idempotency_key. Keep meta.request_id to report a problem.",
-            )
+        )
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Owned(self.app.defects.protocol_versions())
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
     }
 
     async fn list_tools(

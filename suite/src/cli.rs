@@ -180,6 +180,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     };
     if let Some(endpoint) = &args.endpoint {
         profile.endpoint = Some(endpoint.clone());
+        profile.stdio_command = None;
     }
 
     let report = run_profile(profile, source, opts, Outputs { console, junit, cucumber_json })?;

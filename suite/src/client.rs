@@ -1,14 +1,19 @@
 //! A small JSON-RPC client over reqwest that keeps what rmcp hides: raw HTTP status codes,
-//! headers and bodies, so scenarios can check the transport as well as the answer.
+//! headers and bodies, so scenarios can check the transport as well as the answer. The same
+//! client speaks the stdio transport ([`crate::stdio`]); its exchanges then have no HTTP status
+//! nor headers (`status: None`).
 //!
 //! Every call gives back an [`Exchange`] (never an `Err` for what the server answered): the
 //! request as sent (token redacted) and the response, or why there was none.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
+
+use crate::stdio::StdioConnection;
 
 /// The protocol version the suite asks for by default (PROTO-1).
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -20,7 +25,8 @@ pub const SHOWN_BYTES: usize = 2048;
 /// One persona's connection to the endpoint.
 #[derive(Debug, Clone)]
 pub struct McpClient {
-    http: reqwest::Client,
+    link: Link,
+    /// The endpoint, or `stdio: <command>`.
     endpoint: String,
     token: Option<String>,
     pub persona: Option<String>,
@@ -30,7 +36,17 @@ pub struct McpClient {
     timeout: Duration,
 }
 
-/// One HTTP round trip.
+/// How a client reaches the server.
+#[derive(Debug, Clone)]
+enum Link {
+    Http(reqwest::Client),
+    /// The persona's server process (its token is in the process's environment).
+    Stdio(Arc<StdioConnection>),
+    /// The process could not be started: every call says why.
+    Broken(String),
+}
+
+/// One round trip (an HTTP POST, or one message over stdio).
 #[derive(Debug, Clone)]
 pub struct Exchange {
     pub persona: Option<String>,
@@ -46,11 +62,15 @@ pub struct Exchange {
     pub rpc_id: Option<u64>,
     pub outcome: Result<HttpResponse, String>,
     pub elapsed: Duration,
+    /// Sent over the stdio transport: no HTTP status, no headers.
+    pub stdio: bool,
 }
 
+/// The answer. Over stdio, `status` is `None`, `headers` and `content_type` are empty, and
+/// `body` is the answering message's line.
 #[derive(Debug, Clone)]
 pub struct HttpResponse {
-    pub status: u16,
+    pub status: Option<u16>,
     pub headers: Vec<(String, String)>,
     pub content_type: String,
     pub body: String,
@@ -69,7 +89,7 @@ impl McpClient {
         timeout: Duration,
     ) -> McpClient {
         McpClient {
-            http,
+            link: Link::Http(http),
             endpoint: endpoint.to_owned(),
             token,
             persona,
@@ -78,6 +98,33 @@ impl McpClient {
             next_id: 0,
             timeout,
         }
+    }
+
+    /// A client over the stdio transport: `conn` is the server process started with the
+    /// persona's token, or why it could not be started.
+    pub fn stdio(
+        conn: Result<Arc<StdioConnection>, String>,
+        label: &str,
+        persona: Option<String>,
+        timeout: Duration,
+    ) -> McpClient {
+        McpClient {
+            link: match conn {
+                Ok(conn) => Link::Stdio(conn),
+                Err(e) => Link::Broken(e),
+            },
+            endpoint: label.to_owned(),
+            token: None,
+            persona,
+            session_id: None,
+            protocol_version: None,
+            next_id: 0,
+            timeout,
+        }
+    }
+
+    pub fn is_stdio(&self) -> bool {
+        !matches!(self.link, Link::Http(_))
     }
 
     pub fn endpoint(&self) -> &str {
@@ -124,8 +171,7 @@ impl McpClient {
         params: Value,
         extra: &[(String, String)],
     ) -> Exchange {
-        self.next_id += 1;
-        let id = self.next_id;
+        let id = self.take_id();
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         let tool = (method == "tools/call").then(|| params_tool(&body)).flatten();
         let mut ex = self.post(method, serde_json::to_vec(&body).unwrap_or_default(), Some(id), extra).await;
@@ -155,6 +201,10 @@ impl McpClient {
 
     /// The next JSON-RPC id, for raw bodies that want an answer.
     pub fn take_id(&mut self) -> u64 {
+        // Sessions of a persona share its process over stdio: ids must not collide there.
+        if let Link::Stdio(conn) = &self.link {
+            return conn.next_id();
+        }
         self.next_id += 1;
         self.next_id
     }
@@ -166,6 +216,10 @@ impl McpClient {
         rpc_id: Option<u64>,
         extra: &[(String, String)],
     ) -> Exchange {
+        let http = match &self.link {
+            Link::Http(http) => http.clone(),
+            Link::Stdio(_) | Link::Broken(_) => return self.send_stdio(method, body, rpc_id).await,
+        };
         let mut headers = HeaderMap::new();
         let mut shown = Vec::new();
         let mut put = |name: &str, value: &str, shown_value: &str| {
@@ -192,7 +246,7 @@ impl McpClient {
         let request_bytes = body.len();
         let request_body = cut(&String::from_utf8_lossy(&body), SHOWN_BYTES);
         let started = Instant::now();
-        let send = self.http.post(&self.endpoint).headers(headers).body(body).send();
+        let send = http.post(&self.endpoint).headers(headers).body(body).send();
         let outcome = match tokio::time::timeout(self.timeout, async {
             let resp = send.await.map_err(|e| describe_reqwest(&e))?;
             read_response(resp, rpc_id).await
@@ -213,6 +267,43 @@ impl McpClient {
             rpc_id,
             outcome,
             elapsed: started.elapsed(),
+            stdio: false,
+        }
+    }
+
+    /// One line to the server process; the answer is the line carrying the request's id.
+    async fn send_stdio(&mut self, method: &str, body: Vec<u8>, rpc_id: Option<u64>) -> Exchange {
+        let request_bytes = body.len();
+        let request_body = cut(&String::from_utf8_lossy(&body), SHOWN_BYTES);
+        let started = Instant::now();
+        // A raw body without an id still wants its answer (a parse error has a null id);
+        // a notification has none.
+        let answer = rpc_id.is_some() || method == "raw";
+        let outcome = match &self.link {
+            Link::Stdio(conn) => conn.send(&body, rpc_id, answer, self.timeout).await,
+            Link::Broken(e) => Err(e.clone()),
+            Link::Http(_) => Err("not a stdio client".to_owned()),
+        };
+        let outcome = outcome.map(|message| HttpResponse {
+            status: None,
+            headers: Vec::new(),
+            content_type: String::new(),
+            body: message.as_ref().map(Value::to_string).unwrap_or_default(),
+            problem: None,
+            message,
+        });
+        Exchange {
+            persona: self.persona.clone(),
+            method: method.to_owned(),
+            tool: None,
+            url: self.endpoint.clone(),
+            request_headers: Vec::new(),
+            request_body,
+            request_bytes,
+            rpc_id,
+            outcome,
+            elapsed: started.elapsed(),
+            stdio: true,
         }
     }
 }
@@ -233,7 +324,7 @@ pub fn describe_reqwest(e: &reqwest::Error) -> String {
 }
 
 async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> Result<HttpResponse, String> {
-    let status = resp.status().as_u16();
+    let status = Some(resp.status().as_u16());
     let headers: Vec<(String, String)> = resp
         .headers()
         .iter()
@@ -321,8 +412,9 @@ impl Exchange {
         self.outcome.as_ref().ok()
     }
 
+    /// The HTTP status; `None` without an answer, and over stdio.
     pub fn status(&self) -> Option<u16> {
-        self.response().map(|r| r.status)
+        self.response().and_then(|r| r.status)
     }
 
     pub fn message(&self) -> Option<&Value> {
@@ -376,21 +468,26 @@ impl Exchange {
             Ok(r) => r,
             Err(e) => return format!("no answer ({e})"),
         };
+        let via = match resp.status {
+            Some(status) => format!("HTTP {status}"),
+            None => "stdio".to_owned(),
+        };
         if let Some(err) = self.rpc_error() {
-            return format!("HTTP {}, JSON-RPC error {}", resp.status, compact(err, 200));
+            return format!("{via}, JSON-RPC error {}", compact(err, 200));
         }
         if let Some(s) = self.structured() {
             if let Some(code) = s.pointer("/data/error/code").and_then(Value::as_str) {
-                return format!("HTTP {}, tool error {code}", resp.status);
+                return format!("{via}, tool error {code}");
             }
-            return format!("HTTP {}, success", resp.status);
+            return format!("{via}, success");
         }
         if self.result().is_some() {
-            return format!("HTTP {}, a result without structuredContent", resp.status);
+            return format!("{via}, a result without structuredContent");
         }
         match &resp.problem {
-            Some(p) => format!("HTTP {}, {p}", resp.status),
-            None => format!("HTTP {}", resp.status),
+            Some(p) => format!("{via}, {p}"),
+            None if resp.message.is_none() && self.stdio => format!("{via}, no answer awaited"),
+            None => via,
         }
     }
 
@@ -403,7 +500,8 @@ impl Exchange {
             Some(tool) => format!("tools/call {tool}"),
             None => self.method.clone(),
         };
-        let _ = writeln!(out, "request{who}: POST {} ({what}, {} bytes)", self.url, self.request_bytes);
+        let verb = if self.stdio { "over" } else { "POST" };
+        let _ = writeln!(out, "request{who}: {verb} {} ({what}, {} bytes)", self.url, self.request_bytes);
         for (k, v) in &self.request_headers {
             let _ = writeln!(out, "  {k}: {v}");
         }
@@ -413,7 +511,14 @@ impl Exchange {
                 let _ = writeln!(out, "response: none after {} ms ({e})", self.elapsed.as_millis());
             }
             Ok(r) => {
-                let _ = writeln!(out, "response: HTTP {} in {} ms", r.status, self.elapsed.as_millis());
+                match r.status {
+                    Some(status) => {
+                        let _ = writeln!(out, "response: HTTP {status} in {} ms", self.elapsed.as_millis());
+                    }
+                    None => {
+                        let _ = writeln!(out, "response: in {} ms", self.elapsed.as_millis());
+                    }
+                }
                 for name in ["content-type", "x-request-id", "mcp-session-id", "www-authenticate"] {
                     if let Some(v) = r.header(name) {
                         let _ = writeln!(out, "  {name}: {v}");

@@ -1,5 +1,6 @@
-//! What every scenario shares in one run: the profile, the dataset, the HTTP client, the
-//! capabilities probed at start, and the tool list the server published.
+//! What every scenario shares in one run: the profile, the dataset, the HTTP client (or the
+//! stdio server processes), the capabilities probed at start, and the tool list the server
+//! published.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,6 +16,7 @@ use serde_json::Value;
 use crate::client::McpClient;
 use crate::control::Control;
 use crate::profile::{IdMap, Profile};
+use crate::stdio::StdioPool;
 
 /// The published dataset, built in so the binary works anywhere.
 pub const EMBEDDED_DATASET: &str = include_str!("../../fixtures/dataset.json");
@@ -27,14 +29,25 @@ pub struct Capabilities {
     pub server_log: bool,
     /// What `GET {control}` listed.
     pub control_features: Vec<String>,
+    /// The server is reached over stdio: scenarios tagged `@needs-http` are skipped, those
+    /// tagged `@needs-stdio` run (and are skipped over HTTP).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stdio: bool,
 }
 
 impl Capabilities {
     /// Why a scenario with these tags cannot run here, if it cannot. `@needs-control-api` needs
     /// the control API; `@needs-control-<capability>` (e.g. `@needs-control-orders`) needs it to
-    /// list that capability; `@needs-server-log` needs the server's log.
+    /// list that capability; `@needs-server-log` needs the server's log; `@needs-http` needs the
+    /// Streamable HTTP transport (statuses, headers, raw bodies), `@needs-stdio` the stdio one.
     pub fn skip_reason<'a>(&self, tags: impl IntoIterator<Item = &'a String>) -> Option<String> {
         for tag in tags {
+            if tag == "needs-http" && self.stdio {
+                return Some("needs HTTP transport".to_owned());
+            }
+            if tag == "needs-stdio" && !self.stdio {
+                return Some("needs stdio transport".to_owned());
+            }
             if tag == "needs-server-log" && !self.server_log {
                 return Some("needs server log".to_owned());
             }
@@ -120,7 +133,10 @@ impl Published {
 #[derive(Debug)]
 pub struct RunContext {
     pub profile: Profile,
+    /// The endpoint, or `stdio: <command>`.
     pub endpoint: String,
+    /// Over stdio: the command and one server process per persona.
+    pub stdio: Option<StdioPool>,
     pub dataset: Dataset,
     pub id_map: IdMap,
     pub http: reqwest::Client,
@@ -134,11 +150,24 @@ impl RunContext {
     /// A client for `persona`, not yet initialized; `None` if the profile has no token for it.
     pub fn client(&self, persona: &str) -> Option<McpClient> {
         let token = self.profile.tokens.get(persona)?;
+        if let Some(pool) = &self.stdio {
+            // Every session of a persona talks to the persona's one process.
+            let conn = pool.connection(persona, token);
+            return Some(McpClient::stdio(conn, &self.endpoint, Some(persona.to_owned()), self.timeout));
+        }
         Some(self.anonymous_client(Some(token.clone()), Some(persona.to_owned())))
     }
 
+    /// A client with any token (or none). Over stdio it gets a server process of its own,
+    /// started with that token (or without the variable), killed when the client drops.
     pub fn anonymous_client(&self, token: Option<String>, persona: Option<String>) -> McpClient {
-        McpClient::new(self.http.clone(), &self.endpoint, token, persona, self.timeout)
+        match &self.stdio {
+            None => McpClient::new(self.http.clone(), &self.endpoint, token, persona, self.timeout),
+            Some(pool) => {
+                let conn = pool.command.spawn(token.as_deref());
+                McpClient::stdio(conn, &self.endpoint, persona, self.timeout)
+            }
+        }
     }
 }
 

@@ -78,6 +78,8 @@ pub fn start(defects: &[mock_server::Defect]) -> anyhow::Result<(EmbeddedServer,
     let profile = Profile {
         endpoint: Some(format!("{base}/mcp")),
         stdio_command: None,
+        stdio_token_env: None,
+        stdio_stderr: None,
         tokens,
         id_map: Default::default(),
         control: Some(ControlConfig { url: format!("{base}/control"), secret }),

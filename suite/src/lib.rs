@@ -4,7 +4,8 @@
 //! Code map: `cli` (flags, exit codes) → `preflight` (reach the server, probe capabilities,
 //! builds a `context::RunContext`) → `runner` (cucumber with `features::FeatureParser`, the
 //! `steps`, and `report::Reporter`) → `report` (the clause matrix and its renderings).
-//! Steps talk to the server through `world::ConformanceWorld`, which wraps `client::McpClient`.
+//! Steps talk to the server through `world::ConformanceWorld`, which wraps `client::McpClient`
+//! (over Streamable HTTP, or over stdio through `stdio`).
 
 pub mod cli;
 pub mod client;
@@ -18,5 +19,6 @@ pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod self_test;
+pub mod stdio;
 pub mod steps;
 pub mod world;

@@ -1,15 +1,17 @@
-//! Checks before any scenario runs, so a wrong URL or a dead server ends the run with exit code 2
-//! and one line saying why, instead of a wall of failed clauses.
+//! Checks before any scenario runs, so a wrong URL, a stdio command that does not start, or a
+//! dead server ends the run with exit code 2 and one line saying why, instead of a wall of
+//! failed clauses.
 
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use crate::client::{Exchange, McpClient};
 use crate::context::{Capabilities, Published, RunContext, http_client, load_dataset};
 use crate::control::Control;
 use crate::profile::Profile;
+use crate::stdio::StdioPool;
 
 /// Build the run's context: load the dataset, reach the endpoint, list the tools, probe the
 /// control API. An `Err` is a configuration or connection error (exit code 2).
@@ -18,12 +20,24 @@ pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
     let dataset = load_dataset(profile.dataset.as_deref())?;
     let timeout = Duration::from_millis(profile.timeout_ms);
     let http = http_client(timeout)?;
-    let endpoint = profile.endpoint().to_owned();
+    let stdio = profile.stdio().map(StdioPool::new);
+    let endpoint = match &stdio {
+        Some(pool) => pool.command.label(),
+        None => profile.endpoint().to_owned(),
+    };
 
-    let mut client = connect(&profile, &http, &endpoint, timeout).await?;
+    let mut client = match &stdio {
+        Some(pool) => connect_stdio(&profile, pool, timeout).await?,
+        None => connect(&profile, &http, &endpoint, timeout).await?,
+    };
     let published = list_tools(&mut client).await;
+    drop(client);
 
-    let mut capabilities = Capabilities { server_log: profile.server_log.is_some(), ..Default::default() };
+    let mut capabilities = Capabilities {
+        server_log: profile.server_log.is_some(),
+        stdio: stdio.is_some(),
+        ..Default::default()
+    };
     let control = match &profile.control {
         None => None,
         Some(cfg) => {
@@ -41,6 +55,7 @@ pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
         id_map: profile.id_map(),
         profile,
         endpoint,
+        stdio,
         dataset,
         http,
         timeout,
@@ -83,6 +98,35 @@ async fn connect(
     }
 }
 
+/// Start the first persona's process (the owner's if there is one) and initialize it. Over stdio
+/// a token is not checked at initialize: a process that starts and answers is enough.
+async fn connect_stdio(profile: &Profile, pool: &StdioPool, timeout: Duration) -> anyhow::Result<McpClient> {
+    let label = pool.command.label();
+    let persona = profile
+        .tokens
+        .keys()
+        .find(|p| *p == "owner")
+        .or_else(|| profile.tokens.keys().next())
+        .context("no persona token")?;
+    let token = profile.tokens.get(persona).context("no persona token")?;
+    let conn = pool.connection(persona, token).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut client = McpClient::stdio(Ok(conn), &label, Some(persona.clone()), timeout);
+    let ex = client.initialize().await;
+    if ex.result().and_then(|r| r.get("protocolVersion")).is_some() {
+        return Ok(client);
+    }
+    let what = format!("`{}`", pool.command.argv.join(" "));
+    match &ex.outcome {
+        Err(e) => bail!("{what} did not answer initialize over stdio: {e}"),
+        Ok(_) => match ex.rpc_error() {
+            Some(err) => {
+                bail!("{what} refused initialize with JSON-RPC error {}", crate::client::compact(err, 200))
+            }
+            None => bail!("{what} answered initialize without a protocolVersion: {}", ex.summary()),
+        },
+    }
+}
+
 enum Init {
     Ready,
     Unauthorized,
@@ -99,24 +143,23 @@ fn classify(ex: &Exchange, endpoint: &str) -> Init {
     if ex.result().and_then(|r| r.get("protocolVersion")).is_some() {
         return Init::Ready;
     }
-    if resp.status == 401 {
+    let status = resp.status.unwrap_or_default();
+    if status == 401 {
         return Init::Unauthorized;
     }
     if resp.content_type.starts_with("text/html") {
         return Init::Broken(format!(
-            "{endpoint} answered initialize with an HTML page (HTTP {}), not JSON-RPC: is it the MCP endpoint?",
-            resp.status
+            "{endpoint} answered initialize with an HTML page (HTTP {status}), not JSON-RPC: is it the MCP endpoint?"
         ));
     }
     if let Some(err) = ex.rpc_error() {
         return Init::Broken(format!(
-            "{endpoint} refused initialize with JSON-RPC error {} (HTTP {})",
-            crate::client::compact(err, 200),
-            resp.status
+            "{endpoint} refused initialize with JSON-RPC error {} (HTTP {status})",
+            crate::client::compact(err, 200)
         ));
     }
     let why = resp.problem.clone().unwrap_or_else(|| "no protocolVersion in the result".to_owned());
-    Init::Broken(format!("{endpoint} answered initialize with HTTP {}: {why}", resp.status))
+    Init::Broken(format!("{endpoint} answered initialize with HTTP {status}: {why}"))
 }
 
 /// Every page of tools/list; a failure is kept for PROTO-3 to report, not fatal.

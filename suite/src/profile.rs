@@ -1,5 +1,5 @@
-//! The profile: how the suite reaches a server under test (endpoint, persona tokens, ID map,
-//! control API, server log), read from TOML.
+//! The profile: how the suite reaches a server under test (endpoint or stdio command, persona
+//! tokens, ID map, control API, server log), read from TOML.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::stdio::StdioCommand;
 
 /// The commented example `init` writes; the same text as `ci/profile.example.toml`.
 pub const EXAMPLE: &str = include_str!("../../ci/profile.example.toml");
@@ -19,6 +21,10 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub struct Profile {
     pub endpoint: Option<String>,
     pub stdio_command: Option<Vec<String>>,
+    /// The environment variable through which a stdio server gets the persona's token.
+    pub stdio_token_env: Option<String>,
+    /// Where the stdio server's stderr is appended (discarded if unset).
+    pub stdio_stderr: Option<PathBuf>,
     #[serde(default)]
     pub tokens: BTreeMap<String, String>,
     #[serde(default)]
@@ -63,13 +69,23 @@ impl Profile {
 
     /// The checks that make a run meaningless if they fail (exit code 2).
     pub fn validate(&self) -> anyhow::Result<()> {
-        if self.stdio_command.is_some() && self.endpoint.is_none() {
-            bail!("stdio_command is not supported yet: give the server's Streamable HTTP endpoint");
+        match (&self.endpoint, &self.stdio_command) {
+            (Some(_), Some(_)) => bail!("give either `endpoint` or `stdio_command`, not both"),
+            (None, None) => {
+                bail!("no endpoint: set `endpoint` (or `stdio_command`) in the profile or pass --endpoint")
+            }
+            (Some(endpoint), None) => check_url(endpoint).context("endpoint")?,
+            (None, Some(argv)) => {
+                if argv.first().is_none_or(|p| p.trim().is_empty()) {
+                    bail!("stdio_command is empty: give the program and its arguments");
+                }
+                if self.stdio_token_env.as_deref().is_none_or(|v| v.trim().is_empty()) {
+                    bail!(
+                        "stdio_command needs `stdio_token_env`: the environment variable that carries each persona's token"
+                    );
+                }
+            }
         }
-        let Some(endpoint) = &self.endpoint else {
-            bail!("no endpoint: set `endpoint` in the profile or pass --endpoint");
-        };
-        check_url(endpoint).context("endpoint")?;
         if self.tokens.is_empty() {
             bail!("no persona token: the profile needs a [tokens] table (see `init`)");
         }
@@ -84,6 +100,16 @@ impl Profile {
 
     pub fn endpoint(&self) -> &str {
         self.endpoint.as_deref().unwrap_or_default()
+    }
+
+    /// The stdio command, when the server is reached over stdio.
+    pub fn stdio(&self) -> Option<StdioCommand> {
+        let argv = self.stdio_command.clone()?;
+        Some(StdioCommand {
+            argv,
+            token_env: self.stdio_token_env.clone().unwrap_or_default(),
+            stderr: self.stdio_stderr.clone(),
+        })
     }
 
     pub fn id_map(&self) -> IdMap {
@@ -182,11 +208,31 @@ mod tests {
         check("[tokens]\nowner = \"t\"", "no endpoint");
         check("endpoint = \"ftp://x/mcp\"\n[tokens]\nowner = \"t\"", "not an http(s) URL");
         check("endpoint = \"http://x/mcp\"", "no persona token");
-        check("stdio_command = [\"x\"]\n[tokens]\nowner = \"t\"", "not supported yet");
+        check("stdio_command = [\"x\"]\n[tokens]\nowner = \"t\"", "needs `stdio_token_env`");
+        check(
+            "stdio_command = []\nstdio_token_env = \"T\"\n[tokens]\nowner = \"t\"",
+            "stdio_command is empty",
+        );
+        check(
+            "endpoint = \"http://x/mcp\"\nstdio_command = [\"x\"]\nstdio_token_env = \"T\"\n[tokens]\nowner = \"t\"",
+            "not both",
+        );
         check(
             "endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"env:CHATAIGNE_UNSET_VAR\"",
             "CHATAIGNE_UNSET_VAR is not set",
         );
+    }
+
+    #[test]
+    fn stdio_profile_validates() {
+        let profile = Profile::parse(
+            "stdio_command = [\"chataigne-mock\", \"--stdio\"]\nstdio_token_env = \"CHATAIGNE_TOKEN\"\n[tokens]\nowner = \"t\"",
+        )
+        .unwrap();
+        profile.validate().unwrap();
+        let command = profile.stdio().unwrap();
+        assert_eq!(command.label(), "stdio: chataigne-mock --stdio");
+        assert_eq!(command.token_env, "CHATAIGNE_TOKEN");
     }
 
     #[test]

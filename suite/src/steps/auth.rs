@@ -1,11 +1,14 @@
 //! Authentication at the HTTP edge: sessions without a token, with a bad one, or with a token
 //! for another audience (AUTH-1, AUTH-2), the bearer challenge and the protected resource
-//! metadata (RFC 9728); and comparing two refusals (AUTH-4).
+//! metadata (RFC 9728); over stdio, a server started without a token (AUTH-1); and comparing
+//! two refusals (AUTH-4).
 
 use anyhow::anyhow;
+use chataigne_contract::ToolName;
+use chataigne_contract::envelope::{self, Parsed};
 use chataigne_contract::tools::SCOPES;
 use cucumber::{then, when};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::world::ConformanceWorld;
 
@@ -23,6 +26,52 @@ async fn some_token(w: &mut ConformanceWorld, token: String) -> anyhow::Result<(
     let mut client = w.ctx().anonymous_client(Some(token), Some("(a made-up token)".to_owned()));
     let ex = client.initialize().await;
     w.record(ex);
+    Ok(())
+}
+
+/// Over stdio: the server started without the token variable; "they" is that session.
+#[when("someone without a token starts the server over stdio")]
+async fn stdio_no_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    if w.ctx().stdio.is_none() {
+        return Err(anyhow!("this step needs the stdio transport: tag the scenario @needs-stdio"));
+    }
+    let mut client = w.ctx().anonymous_client(None, Some("(no token)".to_owned()));
+    let ex = client.initialize().await;
+    let ok = client.is_initialized();
+    let got = ex.summary();
+    w.record(ex);
+    if !ok {
+        return Err(w.fail("initialize to succeed (the token is checked on each call)", got));
+    }
+    w.persona = Some("(no token)".to_owned());
+    w.keep_client(client)
+}
+
+/// Every tool of the contract once, with no arguments: authentication comes first (AUTH-8).
+#[when("they call every tool of the contract")]
+async fn every_tool(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for tool in ToolName::ALL {
+        w.call_tool(tool.as_str(), json!({})).await?;
+    }
+    Ok(())
+}
+
+#[then(expr = "every tool call failed with {string}")]
+async fn every_call_failed(w: &mut ConformanceWorld, code: String) -> anyhow::Result<()> {
+    let mut calls = 0;
+    for ex in w.tool_calls() {
+        calls += 1;
+        let got = match ex.structured().map(envelope::parse) {
+            Some(Ok(Parsed::Error(body))) if ex.is_error() => body.code.as_str().to_owned(),
+            _ => ex.summary(),
+        };
+        if got != code {
+            return Err(w.fail_about(Some(ex), format!("tool error {code}"), got));
+        }
+    }
+    if calls == 0 {
+        return Err(anyhow!("this step needs tool calls before it"));
+    }
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! The suite's integration tests: the features cover the contract (`coverage`), and the runner
-//! turns broken servers into the right verdicts and exit codes (`runner`, against wiremock).
+//! turns broken servers into the right verdicts and exit codes (`runner`, against wiremock), and
+//! the suite over stdio against the built reference server (`stdio`).
 
 mod coverage;
 mod fake;
 mod runner;
+mod stdio;

@@ -168,6 +168,18 @@ fn scenarios_needing_the_control_api_are_skipped_with_the_reason() {
 }
 
 #[test]
+fn scenarios_needing_stdio_are_skipped_over_http() {
+    let fake = Fake::start();
+    fake.serve_tools(conforming);
+    let outcome = fake.run(2000, &["--tags", "@needs-stdio"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let c = clause(&outcome, "AUTH-1");
+    assert_eq!(c.status, Status::Skipped, "{c:?}");
+    assert_eq!(c.scenarios.len(), 1, "{c:?}");
+    assert_eq!(c.scenarios[0].skip_reason.as_deref(), Some("needs stdio transport"));
+}
+
+#[test]
 fn features_that_do_not_parse_are_a_configuration_error() {
     let fake = Fake::start();
     fake.serve_tools(conforming);

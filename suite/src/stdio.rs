@@ -1,0 +1,272 @@
+//! The MCP stdio transport: the server under test as a child process, one JSON-RPC message per
+//! line on its stdin and stdout, the persona's token in an environment variable.
+//!
+//! One [`StdioConnection`] is one child process. A run keeps one per persona ([`StdioPool`]), so
+//! every session of a persona reaches the same server state (idempotency races, rate limits);
+//! answers are matched to requests by id. The child is killed when its last handle drops.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::oneshot;
+
+/// How to start the server under test (from the profile).
+#[derive(Debug, Clone)]
+pub struct StdioCommand {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// The environment variable through which the token is passed.
+    pub token_env: String,
+    /// Where the children's stderr goes (appended); discarded when `None`.
+    pub stderr: Option<PathBuf>,
+}
+
+impl StdioCommand {
+    /// `stdio: chataigne-mock --stdio`, for messages and reports.
+    pub fn label(&self) -> String {
+        format!("stdio: {}", self.argv.join(" "))
+    }
+
+    /// Start the server with `token` in `token_env` (or with that variable unset).
+    pub fn spawn(&self, token: Option<&str>) -> Result<Arc<StdioConnection>, String> {
+        let (program, args) = self.argv.split_first().ok_or_else(|| "stdio_command is empty".to_owned())?;
+        let stderr =
+            match &self.stderr {
+                None => Stdio::null(),
+                Some(path) => std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map(Stdio::from)
+                    .map_err(|e| format!("cannot open {} for the server's stderr: {e}", path.display()))?,
+            };
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .env_remove(&self.token_env)
+            .kill_on_drop(true);
+        if let Some(token) = token {
+            command.env(&self.token_env, token);
+        }
+        let mut child =
+            command.spawn().map_err(|e| format!("cannot start `{}`: {e}", self.argv.join(" ")))?;
+        let stdin = child.stdin.take().ok_or_else(|| "the child has no stdin".to_owned())?;
+        let stdout = child.stdout.take().ok_or_else(|| "the child has no stdout".to_owned())?;
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let reader = tokio::spawn(read_answers(BufReader::new(stdout), Arc::clone(&pending)));
+        Ok(Arc::new(StdioConnection {
+            label: self.label(),
+            stdin: tokio::sync::Mutex::new(stdin),
+            pending,
+            next_id: AtomicU64::new(0),
+            child: Mutex::new(child),
+            reader,
+        }))
+    }
+}
+
+/// Requests waiting for their answer.
+#[derive(Default)]
+struct Pending {
+    by_id: HashMap<u64, oneshot::Sender<Value>>,
+    /// Raw bodies without an id: they take the next answer whose id is null (parse errors).
+    any: VecDeque<oneshot::Sender<Value>>,
+    /// Why no answer will come any more.
+    closed: Option<String>,
+}
+
+/// One child process speaking MCP over stdin/stdout.
+pub struct StdioConnection {
+    label: String,
+    stdin: tokio::sync::Mutex<ChildStdin>,
+    pending: Arc<Mutex<Pending>>,
+    next_id: AtomicU64,
+    child: Mutex<Child>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl fmt::Debug for StdioConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioConnection").field("label", &self.label).finish_non_exhaustive()
+    }
+}
+
+impl Drop for StdioConnection {
+    fn drop(&mut self) {
+        self.reader.abort();
+        if let Ok(child) = self.child.get_mut() {
+            let _ = child.start_kill();
+        }
+    }
+}
+
+/// Reads one message per line; hands each answer to the request waiting for it.
+async fn read_answers<R: tokio::io::AsyncBufRead + Unpin>(reader: R, pending: Arc<Mutex<Pending>>) {
+    let mut lines = reader.lines();
+    let end = loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+                let is_answer = message.get("result").is_some() || message.get("error").is_some();
+                if !is_answer {
+                    // Notifications and server-to-client requests: nothing waits for them.
+                    continue;
+                }
+                let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+                let waiter = match message.get("id").and_then(Value::as_u64) {
+                    Some(id) => p.by_id.remove(&id),
+                    None => loop {
+                        match p.any.pop_front() {
+                            Some(tx) if tx.is_closed() => continue,
+                            other => break other,
+                        }
+                    },
+                };
+                if let Some(tx) = waiter {
+                    let _ = tx.send(message);
+                }
+            }
+            Ok(None) => break "the server process closed its stdout".to_owned(),
+            Err(e) => break format!("cannot read the server's stdout: {e}"),
+        }
+    };
+    let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+    p.closed = Some(end);
+    // Dropping the senders wakes every waiter.
+    p.by_id.clear();
+    p.any.clear();
+}
+
+impl StdioConnection {
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// A JSON-RPC id no other request of this process used.
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Whether the process can still answer.
+    pub fn is_open(&self) -> bool {
+        self.pending.lock().map(|p| p.closed.is_none()).unwrap_or(false)
+    }
+
+    /// Why the process no longer answers, with its exit status if it ended.
+    fn ended(&self) -> String {
+        let why = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|p| p.closed.clone())
+            .unwrap_or_else(|| "the server process stopped answering".to_owned());
+        let status = self.child.lock().ok().and_then(|mut c| c.try_wait().ok().flatten());
+        match status {
+            Some(status) => format!("{why} ({status})"),
+            None => why,
+        }
+    }
+
+    /// Send one message (one line). `rpc_id`: the id of its answer; `answer` without an id:
+    /// wait for an answer with a null id. `Ok(None)` when no answer is awaited.
+    pub async fn send(
+        &self,
+        bytes: &[u8],
+        rpc_id: Option<u64>,
+        answer: bool,
+        timeout: Duration,
+    ) -> Result<Option<Value>, String> {
+        if bytes.contains(&b'\n') {
+            return Err("the message holds a newline: the stdio transport cannot carry it".to_owned());
+        }
+        let rx = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if p.closed.is_some() {
+                drop(p);
+                return Err(self.ended());
+            }
+            match (rpc_id, answer) {
+                (Some(id), _) => {
+                    let (tx, rx) = oneshot::channel();
+                    p.by_id.insert(id, tx);
+                    Some(rx)
+                }
+                (None, true) => {
+                    let (tx, rx) = oneshot::channel();
+                    p.any.push_back(tx);
+                    Some(rx)
+                }
+                (None, false) => None,
+            }
+        };
+        let forget = || {
+            if let Some(id) = rpc_id
+                && let Ok(mut p) = self.pending.lock()
+            {
+                p.by_id.remove(&id);
+            }
+        };
+        let written = tokio::time::timeout(timeout, async {
+            let mut stdin = self.stdin.lock().await;
+            stdin.write_all(bytes).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                forget();
+                return Err(format!("cannot write to the server process: {e}; {}", self.ended()));
+            }
+            Err(_) => {
+                forget();
+                return Err(format!("the server did not read the request within {} ms", timeout.as_millis()));
+            }
+        }
+        let Some(rx) = rx else { return Ok(None) };
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(message)) => Ok(Some(message)),
+            Ok(Err(_)) => Err(self.ended()),
+            Err(_) => {
+                forget();
+                Err(format!("no answer within {} ms", timeout.as_millis()))
+            }
+        }
+    }
+}
+
+/// One process per persona for the whole run, started on first use (and again if it died).
+#[derive(Debug)]
+pub struct StdioPool {
+    pub command: StdioCommand,
+    connections: Mutex<HashMap<String, Arc<StdioConnection>>>,
+}
+
+impl StdioPool {
+    pub fn new(command: StdioCommand) -> StdioPool {
+        StdioPool { command, connections: Mutex::new(HashMap::new()) }
+    }
+
+    /// The persona's process.
+    pub fn connection(&self, persona: &str, token: &str) -> Result<Arc<StdioConnection>, String> {
+        let mut connections = self.connections.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(conn) = connections.get(persona).filter(|c| c.is_open()) {
+            return Ok(Arc::clone(conn));
+        }
+        let conn = self.command.spawn(Some(token))?;
+        connections.insert(persona.to_owned(), Arc::clone(&conn));
+        Ok(conn)
+    }
+}

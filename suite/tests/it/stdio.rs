@@ -1,0 +1,159 @@
+//! The suite over the stdio transport, against the built reference server (`chataigne-mock
+//! --stdio`, one process per persona): everything that makes sense over stdio passes, the
+//! HTTP-only scenarios are skipped with their reason, and AUTH-1's stdio half runs.
+
+use std::path::{Path, PathBuf};
+
+use chataigne_conformance::cli::{Outcome, execute_args};
+use chataigne_conformance::report::Status;
+
+use crate::fake::dataset;
+
+/// `target/debug/chataigne-mock`, next to the directory of this test binary
+/// (`target/debug/deps/`). Built by a workspace test run, not by `-p chataigne-conformance`.
+fn reference_server() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe.parent().and_then(Path::parent).expect("the test binary lives in target/<profile>/deps");
+    let bin = dir.join(format!("chataigne-mock{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build the reference server first (`cargo build -p mock-server`); \
+         a workspace test run builds it",
+        bin.display()
+    );
+    bin
+}
+
+struct Run {
+    dir: PathBuf,
+}
+
+impl Run {
+    fn new(name: &str) -> Run {
+        let dir = std::env::temp_dir().join(format!("chataigne-stdio-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Run { dir }
+    }
+
+    /// A profile starting `argv` over stdio, with every persona's development token.
+    fn profile(&self, argv: &[String], timeout_ms: u64, extra: &str) -> PathBuf {
+        let mut text = format!(
+            "stdio_command = {}\nstdio_token_env = \"CHATAIGNE_TOKEN\"\ntimeout_ms = {timeout_ms}\n{extra}\n[tokens]\n",
+            toml_array(argv)
+        );
+        for p in &dataset().personas {
+            text.push_str(&format!("{} = \"dev-token-{}\"\n", p.persona, p.persona));
+        }
+        let path = self.dir.join("profile.toml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn run(&self, profile: &Path, args: &[&str]) -> Outcome {
+        let features = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../features");
+        let mut argv: Vec<String> = vec![
+            "chataigne-conformance".into(),
+            "--profile".into(),
+            profile.display().to_string(),
+            "--features".into(),
+            features.display().to_string(),
+            "--color".into(),
+            "never".into(),
+        ];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        execute_args(argv, std::io::sink())
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn toml_array(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+#[test]
+fn the_reference_server_passes_over_stdio() {
+    let bin = reference_server();
+    let run = Run::new("full");
+    let log = run.dir.join("server.log");
+    let extra = format!("stdio_stderr = {:?}\nserver_log = {:?}", log.display().to_string(), log.display().to_string());
+    let profile = run.profile(&[bin.display().to_string(), "--stdio".into()], 10_000, &extra);
+    let outcome = run.run(&profile, &[]);
+    let report = outcome.report.as_ref().unwrap_or_else(|| panic!("no report: {outcome:?}"));
+    let failed: Vec<String> = report
+        .clauses
+        .iter()
+        .flat_map(|c| &c.scenarios)
+        .filter(|s| s.status == Status::Failed)
+        .map(|s| format!("{}: {}\n{}", s.name, s.failed_step.as_deref().unwrap_or(""), s.message.as_deref().unwrap_or("")))
+        .collect();
+    assert!(failed.is_empty(), "failed over stdio:\n{}", failed.join("\n\n"));
+    assert_eq!(report.summary.failed, 0, "{:?}", report.summary);
+    assert_eq!(outcome.code, 0, "{:?}", outcome.error);
+    assert!(report.endpoint.starts_with("stdio: "), "{}", report.endpoint);
+    assert!(report.capabilities.stdio);
+
+    let scenarios: Vec<_> = report.clauses.iter().flat_map(|c| &c.scenarios).collect();
+    // Every HTTP-only scenario is skipped, with the reason; none passes.
+    let http_only: Vec<_> = scenarios.iter().filter(|s| s.tags.iter().any(|t| t == "needs-http")).collect();
+    assert!(http_only.len() >= 10, "{} scenarios tagged @needs-http", http_only.len());
+    for s in &http_only {
+        assert_eq!(s.status, Status::Skipped, "{}", s.name);
+        assert_eq!(s.skip_reason.as_deref(), Some("needs HTTP transport"), "{}", s.name);
+    }
+    // PROTO-5 (Origin) has nothing but HTTP scenarios: the clause itself is skipped.
+    let proto5 = report.clauses.iter().find(|c| c.id == "PROTO-5").unwrap();
+    assert_eq!(proto5.status, Status::Skipped);
+    assert_eq!(proto5.reason.as_deref(), Some("needs HTTP transport"));
+    // AUTH-1's stdio half ran and passed.
+    let stdio_auth = scenarios
+        .iter()
+        .find(|s| s.name == "A server started over stdio without a token refuses every call")
+        .expect("the stdio AUTH-1 scenario");
+    assert_eq!(stdio_auth.status, Status::Passed, "{stdio_auth:?}");
+    assert!(!stdio_auth.request_ids.is_empty(), "{stdio_auth:?}");
+    // The children's stderr went to the log, and SEC-1 read it.
+    let sec1 = report.clauses.iter().find(|c| c.id == "SEC-1").unwrap();
+    assert_eq!(sec1.status, Status::Passed, "{sec1:?}");
+}
+
+#[test]
+fn a_stdio_command_that_does_not_start_is_a_configuration_error() {
+    let run = Run::new("missing");
+    let profile = run.profile(&["/nonexistent/chataigne-server".to_owned()], 10_000, "");
+    let outcome = run.run(&profile, &[]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let reason = outcome.error.unwrap_or_default();
+    assert!(reason.contains("cannot start `/nonexistent/chataigne-server`"), "{reason}");
+    assert!(!reason.contains('\n'), "{reason}");
+}
+
+#[test]
+fn a_stdio_server_that_exits_is_a_configuration_error() {
+    let bin = reference_server();
+    let run = Run::new("exits");
+    let profile = run.profile(&[bin.display().to_string(), "--no-such-flag".into()], 10_000, "");
+    let outcome = run.run(&profile, &[]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let reason = outcome.error.unwrap_or_default();
+    assert!(reason.contains("did not answer initialize over stdio"), "{reason}");
+    assert!(reason.contains("exit status"), "{reason}");
+    assert!(!reason.contains('\n'), "{reason}");
+}
+
+#[test]
+fn a_stdio_server_that_does_not_speak_json_rpc_is_a_configuration_error() {
+    let run = Run::new("cat");
+    // `sleep` reads nothing and answers nothing.
+    let profile = run.profile(&["sleep".to_owned(), "30".to_owned()], 300, "");
+    let outcome = run.run(&profile, &[]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let reason = outcome.error.unwrap_or_default();
+    assert!(reason.contains("no answer within 300 ms"), "{reason}");
+}
