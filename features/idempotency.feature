@@ -103,7 +103,7 @@ Feature: Idempotency
     Then every call succeeded or was told the operation is in progress
     And the busy restaurant has exactly 1 instruction "Burst CANARY"
 
-  @IDEM-5
+  @IDEM-5 @needs-shared-state
   Scenario: The same key through another OAuth client is another key
     When they create the instruction "Client CANARY" in the busy restaurant with the key "idem5c-CANARY"
     Given the persona "owner_second_client"
@@ -112,7 +112,7 @@ Feature: Idempotency
     And the answer is not a replay
     And the busy restaurant has exactly 2 instructions "Client CANARY"
 
-  @IDEM-5
+  @IDEM-5 @needs-shared-state
   Scenario: The same key from another user is another key
     When they create the instruction "User CANARY" in the busy restaurant with the key "idem5u-CANARY"
     Given the persona "manager"

@@ -51,7 +51,7 @@ Feature: Optimistic preconditions
       | preparing | accepted  |
       | received  | preparing |
 
-  @PRE-4
+  @PRE-4 @needs-shared-state
   Scenario: Two operators racing on the same order: exactly one wins
     When "owner" and "manager" both move the same "received" order of the busy restaurant to "accepted" at once
     Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"

@@ -3,14 +3,14 @@ Feature: Transport and protocol
   errors, describes its tools completely, keeps every output inside the schema it publishes,
   and refuses requests from foreign web origins.
 
-  @PROTO-1 @needs-http
-  Scenario: An ordinary MCP client library connects with a bearer token and lists the tools
+  @PROTO-1
+  Scenario: An ordinary MCP client library connects with a persona's token and lists the tools
     Given the persona "owner"
     When an MCP client library connects with their token and lists the tools
     Then the library session uses a protocol version the contract serves
     And the library lists the tools of the contract
 
-  @PROTO-1 @needs-http
+  @PROTO-1
   Scenario: A client of the stateless protocol 2026-07-28 discovers the server and lists the tools
     Given the persona "owner"
     When an MCP client library connects with their token using protocol version "2026-07-28" and lists the tools

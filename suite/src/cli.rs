@@ -54,10 +54,10 @@ pub enum Command {
 
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunArgs {
-    /// The profile: endpoint, persona tokens, ID map, control API (see `init`)
+    /// The profile: endpoint or stdio command, persona tokens, ID map, control API (see `init`)
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
-    /// The MCP endpoint, overriding the profile's
+    /// The MCP endpoint, overriding the profile's endpoint or stdio_command
     #[arg(long, value_name = "URL", conflicts_with = "embedded")]
     pub endpoint: Option<String>,
     /// Write a JUnit XML report
@@ -147,7 +147,7 @@ fn init(file: Option<&Path>) -> anyhow::Result<()> {
     }
     create_parent(file)?;
     std::fs::write(file, profile::EXAMPLE).with_context(|| format!("cannot write {}", file.display()))?;
-    eprintln!("wrote {}: fill in the endpoint and one token per persona", file.display());
+    eprintln!("wrote {}: fill in the endpoint (or stdio_command) and one token per persona", file.display());
     Ok(())
 }
 

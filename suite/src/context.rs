@@ -21,6 +21,14 @@ use crate::stdio::StdioPool;
 /// The published dataset, built in so the binary works anywhere.
 pub const EMBEDDED_DATASET: &str = include_str!("../../fixtures/dataset.json");
 
+/// Why a `@needs-http` scenario is skipped over stdio.
+pub const NEEDS_HTTP: &str = "needs HTTP transport";
+/// Why a `@needs-stdio` scenario is skipped over HTTP. Such a scenario checks the stdio half of
+/// a clause whose HTTP half has scenarios of its own: over HTTP it does not make its clause
+/// skipped (see `report::verdict`). The converse does not hold: a clause with a skipped
+/// `@needs-http` scenario stays skipped over stdio.
+pub const NEEDS_STDIO: &str = "needs stdio transport";
+
 /// What the server under test offers beyond the contract; scenarios needing an absent one are
 /// skipped, never passed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -39,14 +47,19 @@ impl Capabilities {
     /// Why a scenario with these tags cannot run here, if it cannot. `@needs-control-api` needs
     /// the control API; `@needs-control-<capability>` (e.g. `@needs-control-orders`) needs it to
     /// list that capability; `@needs-server-log` needs the server's log; `@needs-http` needs the
-    /// Streamable HTTP transport (statuses, headers, raw bodies), `@needs-stdio` the stdio one.
+    /// Streamable HTTP transport (statuses, headers, raw bodies), `@needs-stdio` the stdio one;
+    /// `@needs-shared-state` needs every persona to reach one server state (over stdio each
+    /// persona has its own process: a write or a race of one is unseen by the others).
     pub fn skip_reason<'a>(&self, tags: impl IntoIterator<Item = &'a String>) -> Option<String> {
         for tag in tags {
             if tag == "needs-http" && self.stdio {
-                return Some("needs HTTP transport".to_owned());
+                return Some(NEEDS_HTTP.to_owned());
             }
             if tag == "needs-stdio" && !self.stdio {
-                return Some("needs stdio transport".to_owned());
+                return Some(NEEDS_STDIO.to_owned());
+            }
+            if tag == "needs-shared-state" && self.stdio {
+                return Some("needs one server state across personas".to_owned());
             }
             if tag == "needs-server-log" && !self.server_log {
                 return Some("needs server log".to_owned());

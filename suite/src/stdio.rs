@@ -35,19 +35,23 @@ impl StdioCommand {
         format!("stdio: {}", self.argv.join(" "))
     }
 
+    /// Where a child's stderr goes: appended to `stderr`, or discarded.
+    pub fn stderr_sink(&self) -> Result<Stdio, String> {
+        match &self.stderr {
+            None => Ok(Stdio::null()),
+            Some(path) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map(Stdio::from)
+                .map_err(|e| format!("cannot open {} for the server's stderr: {e}", path.display())),
+        }
+    }
+
     /// Start the server with `token` in `token_env` (or with that variable unset).
     pub fn spawn(&self, token: Option<&str>) -> Result<Arc<StdioConnection>, String> {
         let (program, args) = self.argv.split_first().ok_or_else(|| "stdio_command is empty".to_owned())?;
-        let stderr =
-            match &self.stderr {
-                None => Stdio::null(),
-                Some(path) => std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map(Stdio::from)
-                    .map_err(|e| format!("cannot open {} for the server's stderr: {e}", path.display()))?,
-            };
+        let stderr = self.stderr_sink()?;
         let mut command = Command::new(program);
         command
             .args(args)
@@ -163,19 +167,23 @@ impl StdioConnection {
         self.pending.lock().map(|p| p.closed.is_none()).unwrap_or(false)
     }
 
-    /// Why the process no longer answers, with its exit status if it ended.
-    fn ended(&self) -> String {
+    /// Why the process no longer answers, with its exit status if it ends within a moment
+    /// (stdout closes just before the process is gone).
+    async fn ended(&self) -> String {
         let why = self
             .pending
             .lock()
             .ok()
             .and_then(|p| p.closed.clone())
             .unwrap_or_else(|| "the server process stopped answering".to_owned());
-        let status = self.child.lock().ok().and_then(|mut c| c.try_wait().ok().flatten());
-        match status {
-            Some(status) => format!("{why} ({status})"),
-            None => why,
+        for _ in 0..20 {
+            let status = self.child.lock().ok().and_then(|mut c| c.try_wait().ok().flatten());
+            if let Some(status) = status {
+                return format!("{why} ({status})");
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
+        why
     }
 
     /// Send one message (one line). `rpc_id`: the id of its answer; `answer` without an id:
@@ -193,23 +201,24 @@ impl StdioConnection {
         let rx = {
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             if p.closed.is_some() {
-                drop(p);
-                return Err(self.ended());
-            }
-            match (rpc_id, answer) {
-                (Some(id), _) => {
-                    let (tx, rx) = oneshot::channel();
-                    p.by_id.insert(id, tx);
-                    Some(rx)
-                }
-                (None, true) => {
-                    let (tx, rx) = oneshot::channel();
-                    p.any.push_back(tx);
-                    Some(rx)
-                }
-                (None, false) => None,
+                None
+            } else {
+                Some(match (rpc_id, answer) {
+                    (Some(id), _) => {
+                        let (tx, rx) = oneshot::channel();
+                        p.by_id.insert(id, tx);
+                        Some(rx)
+                    }
+                    (None, true) => {
+                        let (tx, rx) = oneshot::channel();
+                        p.any.push_back(tx);
+                        Some(rx)
+                    }
+                    (None, false) => None,
+                })
             }
         };
+        let Some(rx) = rx else { return Err(self.ended().await) };
         let forget = || {
             if let Some(id) = rpc_id
                 && let Ok(mut p) = self.pending.lock()
@@ -228,7 +237,7 @@ impl StdioConnection {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 forget();
-                return Err(format!("cannot write to the server process: {e}; {}", self.ended()));
+                return Err(format!("cannot write to the server process: {e}; {}", self.ended().await));
             }
             Err(_) => {
                 forget();
@@ -238,7 +247,7 @@ impl StdioConnection {
         let Some(rx) = rx else { return Ok(None) };
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(message)) => Ok(Some(message)),
-            Ok(Err(_)) => Err(self.ended()),
+            Ok(Err(_)) => Err(self.ended().await),
             Err(_) => {
                 forget();
                 Err(format!("no answer within {} ms", timeout.as_millis()))

@@ -120,6 +120,9 @@ impl fmt::Debug for ConformanceWorld {
     }
 }
 
+/// How every canary starts: what the suite itself wrote carries it.
+pub const CANARY_PREFIX: &str = "cnry";
+
 static CANARIES: AtomicU64 = AtomicU64::new(0);
 
 fn new_canary() -> String {
@@ -130,7 +133,7 @@ fn new_canary() -> String {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
     );
     // Letters and digits only, so the canary fits ID patterns and query strings alike.
-    format!("cnry{:016x}", h.finish())
+    format!("{CANARY_PREFIX}{:016x}", h.finish())
 }
 
 impl ConformanceWorld {

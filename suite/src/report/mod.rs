@@ -168,8 +168,19 @@ fn verdict(scenarios: &[ScenarioResult], findings: &[String]) -> (Status, Option
     if scenarios.is_empty() {
         return (Status::NotRun, Some("no scenario of this run checks it".to_owned()));
     }
-    let mut reasons: Vec<&str> = scenarios
-        .iter()
+    // The stdio half of a clause does not hold back a clause checked over HTTP, as long as
+    // something of the clause passed (the scenario itself stays reported as skipped).
+    let stdio_only = |s: &&ScenarioResult| {
+        s.status == Status::Skipped && s.skip_reason.as_deref() == Some(crate::context::NEEDS_STDIO)
+    };
+    let applicable: Vec<&ScenarioResult> = scenarios.iter().filter(|s| !stdio_only(s)).collect();
+    let considered: Vec<&ScenarioResult> = if applicable.iter().any(|s| s.status == Status::Passed) {
+        applicable
+    } else {
+        scenarios.iter().collect()
+    };
+    let mut reasons: Vec<&str> = considered
+        .into_iter()
         .filter(|s| s.status != Status::Passed)
         .map(|s| s.skip_reason.as_deref().unwrap_or("skipped"))
         .collect();

@@ -27,6 +27,20 @@ fn status_of(report: &Report, id: &str) -> Status {
 }
 
 #[test]
+fn a_stdio_only_scenario_does_not_hold_back_a_clause_checked_over_http() {
+    let mut stdio = scenario("over stdio", &["AUTH-1", "needs-stdio"], Status::Skipped);
+    stdio.skip_reason = Some(crate::context::NEEDS_STDIO.to_owned());
+    let http = scenario("over HTTP", &["AUTH-1"], Status::Passed);
+    assert_eq!(verdict(&[stdio.clone(), http], &[]), (Status::Passed, None));
+    assert_eq!(verdict(std::slice::from_ref(&stdio), &[]).0, Status::Skipped);
+    // The converse: an HTTP-only scenario skipped over stdio keeps its clause skipped.
+    let mut http_only = scenario("over HTTP", &["ENV-2", "needs-http"], Status::Skipped);
+    http_only.skip_reason = Some(crate::context::NEEDS_HTTP.to_owned());
+    let both = [http_only, scenario("any", &["ENV-2"], Status::Passed)];
+    assert_eq!(verdict(&both, &[]), (Status::Skipped, Some(crate::context::NEEDS_HTTP.to_owned())));
+}
+
+#[test]
 fn verdicts_follow_the_rules() {
     let check = |scenarios: &[ScenarioResult], findings: &[Finding], expected: Status| {
         let report = Report::build(scenarios, findings, header(), vec![]);

@@ -1,6 +1,6 @@
 //! The protocol under the tools: sessions and versions (PROTO-1), JSON-RPC errors (PROTO-2),
 //! raw bodies and HTTP statuses (PROTO-5, LIM-7). The one place the suite uses a real MCP client
-//! library (rmcp), to prove an ordinary client can connect.
+//! library (rmcp), to prove an ordinary client can connect, over either transport.
 
 use std::time::Duration;
 
@@ -8,9 +8,11 @@ use anyhow::anyhow;
 use chataigne_contract::{PROTOCOL_VERSIONS, ToolName};
 use cucumber::gherkin::Step;
 use cucumber::{then, when};
+use futures::FutureExt as _;
+use rmcp::RoleClient;
 use rmcp::model::ProtocolVersion;
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
 use serde_json::{Value, json};
 
@@ -25,19 +27,15 @@ fn library_version(text: &str) -> anyhow::Result<ProtocolVersion> {
     }
 }
 
-/// rmcp over Streamable HTTP with the persona's bearer token: initialize (or, for 2026-07-28,
-/// `server/discover`), then list every tool.
+/// rmcp with the persona's token, over the run's transport: Streamable HTTP with a bearer token,
+/// or the stdio command started by rmcp with the token in its environment. Initialize (or, for
+/// 2026-07-28, `server/discover`), then list every tool.
 #[when(
     regex = r#"^an MCP client library connects with their token(?: using protocol version "([^"]+)")? and lists the tools$"#
 )]
 async fn library_session(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
     w.persona()?;
     let token = w.token().unwrap_or_default().to_owned();
-    let mut config =
-        StreamableHttpClientTransportConfig::with_uri(w.ctx().endpoint.clone()).auth_header(token);
-    // A stateless server (no session id) is conforming.
-    config.allow_stateless = true;
-    let transport = StreamableHttpClientTransport::from_config(config);
     let lifecycle = if version.is_empty() {
         ClientLifecycleMode::Initialize
     } else {
@@ -49,14 +47,30 @@ async fn library_session(w: &mut ConformanceWorld, version: String) -> anyhow::R
         }
     };
     let timeout = w.ctx().timeout + Duration::from_secs(1);
-    let run = async move {
-        let client =
-            ().serve_with_lifecycle(transport, lifecycle).await.map_err(|e| format!("connect: {e}"))?;
-        let protocol_version = client.peer_info().map(|i| i.protocol_version.to_string());
-        let tools = client.list_all_tools().await.map_err(|e| format!("tools/list: {e}"));
-        let _ = client.cancel().await;
-        let tools = tools?.into_iter().map(|t| t.name.into_owned()).collect();
-        Ok::<_, String>(LibrarySession { protocol_version, tools, error: None })
+    let run = match &w.ctx().stdio {
+        None => {
+            let mut config =
+                StreamableHttpClientTransportConfig::with_uri(w.ctx().endpoint.clone()).auth_header(token);
+            // A stateless server (no session id) is conforming.
+            config.allow_stateless = true;
+            library_run(StreamableHttpClientTransport::from_config(config), lifecycle).boxed()
+        }
+        Some(pool) => {
+            let (program, args) =
+                pool.command.argv.split_first().ok_or_else(|| anyhow!("empty stdio_command"))?;
+            let mut command = tokio::process::Command::new(program);
+            command.args(args).env_remove(&pool.command.token_env).env(&pool.command.token_env, token);
+            let spawned = pool.command.stderr_sink().and_then(|stderr| {
+                TokioChildProcess::builder(command)
+                    .stderr(stderr)
+                    .spawn()
+                    .map_err(|e| format!("cannot start `{}`: {e}", pool.command.argv.join(" ")))
+            });
+            match spawned {
+                Ok((transport, _)) => library_run(transport, lifecycle).boxed(),
+                Err(error) => futures::future::ready(Err(error)).boxed(),
+            }
+        }
     };
     let session = match tokio::time::timeout(timeout, run).await {
         Ok(Ok(session)) => session,
@@ -69,6 +83,19 @@ async fn library_session(w: &mut ConformanceWorld, version: String) -> anyhow::R
     };
     w.library = Some(session);
     Ok(())
+}
+
+async fn library_run<T, E, A>(transport: T, lifecycle: ClientLifecycleMode) -> Result<LibrarySession, String>
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let client = ().serve_with_lifecycle(transport, lifecycle).await.map_err(|e| format!("connect: {e}"))?;
+    let protocol_version = client.peer_info().map(|i| i.protocol_version.to_string());
+    let tools = client.list_all_tools().await.map_err(|e| format!("tools/list: {e}"));
+    let _ = client.cancel().await;
+    let tools = tools?.into_iter().map(|t| t.name.into_owned()).collect();
+    Ok(LibrarySession { protocol_version, tools, error: None })
 }
 
 fn library(w: &ConformanceWorld) -> anyhow::Result<&LibrarySession> {

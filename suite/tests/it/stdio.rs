@@ -82,7 +82,11 @@ fn the_reference_server_passes_over_stdio() {
     let bin = reference_server();
     let run = Run::new("full");
     let log = run.dir.join("server.log");
-    let extra = format!("stdio_stderr = {:?}\nserver_log = {:?}", log.display().to_string(), log.display().to_string());
+    let extra = format!(
+        "stdio_stderr = {:?}\nserver_log = {:?}",
+        log.display().to_string(),
+        log.display().to_string()
+    );
     let profile = run.profile(&[bin.display().to_string(), "--stdio".into()], 10_000, &extra);
     let outcome = run.run(&profile, &[]);
     let report = outcome.report.as_ref().unwrap_or_else(|| panic!("no report: {outcome:?}"));
@@ -91,7 +95,14 @@ fn the_reference_server_passes_over_stdio() {
         .iter()
         .flat_map(|c| &c.scenarios)
         .filter(|s| s.status == Status::Failed)
-        .map(|s| format!("{}: {}\n{}", s.name, s.failed_step.as_deref().unwrap_or(""), s.message.as_deref().unwrap_or("")))
+        .map(|s| {
+            format!(
+                "{}: {}\n{}",
+                s.name,
+                s.failed_step.as_deref().unwrap_or(""),
+                s.message.as_deref().unwrap_or("")
+            )
+        })
         .collect();
     assert!(failed.is_empty(), "failed over stdio:\n{}", failed.join("\n\n"));
     assert_eq!(report.summary.failed, 0, "{:?}", report.summary);
@@ -118,6 +129,17 @@ fn the_reference_server_passes_over_stdio() {
         .expect("the stdio AUTH-1 scenario");
     assert_eq!(stdio_auth.status, Status::Passed, "{stdio_auth:?}");
     assert!(!stdio_auth.request_ids.is_empty(), "{stdio_auth:?}");
+    // PROTO-1: rmcp's own client starts the command and connects over stdio.
+    let library = scenarios
+        .iter()
+        .find(|s| {
+            s.name == "An ordinary MCP client library connects with a persona's token and lists the tools"
+        })
+        .expect("the PROTO-1 client library scenario");
+    assert_eq!(library.status, Status::Passed, "{library:?}");
+    // Scenarios where one persona must see another's writes cannot run on one process each.
+    let idem5 = report.clauses.iter().find(|c| c.id == "IDEM-5").unwrap();
+    assert_eq!(idem5.reason.as_deref(), Some("needs one server state across personas"), "{idem5:?}");
     // The children's stderr went to the log, and SEC-1 read it.
     let sec1 = report.clauses.iter().find(|c| c.id == "SEC-1").unwrap();
     assert_eq!(sec1.status, Status::Passed, "{sec1:?}");
