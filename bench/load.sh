@@ -6,6 +6,7 @@
 #      orders, two servers side by side, alternating;
 #   3. RSS of the server holding 1,000,000 synthetic orders, and its load time.
 # Needs wrk and curl. Usage: bench/load.sh   (env: THREADS CONNS DURATION LARGE NO_BUILD=1)
+# By hand: BENCH_DIR=$PWD/bench wrk -t2 -c32 -d10s --latency -s bench/get_order.lua http://127.0.0.1:8080/mcp
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export BENCH_DIR="$PWD/bench"
