@@ -89,9 +89,15 @@ versions+=", inspector $(pkg_version @modelcontextprotocol/inspector), sdk $(pkg
 record PASS install "$versions"
 
 # --- 2. Build and start the server, and the token-injecting proxy ------------------------------
-say "building mock-server"
-cargo build -q -p mock-server
-SERVER_BIN=$ROOT/target/debug/chataigne-mock
+# CHATAIGNE_MOCK: a binary already built (CI passes the one its test step built, to avoid a
+# second build with other features).
+if [ -n "${CHATAIGNE_MOCK:-}" ]; then
+  SERVER_BIN=$CHATAIGNE_MOCK
+else
+  say "building mock-server"
+  cargo build -q -p mock-server
+  SERVER_BIN=$ROOT/target/debug/chataigne-mock
+fi
 
 free_port() {
   node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
