@@ -104,10 +104,6 @@ impl Defects {
 
     // --- protocol and envelope ---
 
-    pub fn resolve_tool(&self, name: &str) -> Option<ToolName> {
-        ToolName::parse(name)
-    }
-
     /// The input schema to publish and validate against.
     pub fn input_schema(&self, tool: ToolName) -> Value {
         let mut s = tool.input_schema();
@@ -202,10 +198,6 @@ impl Defects {
         }
     }
 
-    pub fn internal_error_code(&self) -> ErrorCode {
-        ErrorCode::InternalError
-    }
-
     // --- authentication and authorization ---
 
     pub fn ignores_roles(&self) -> bool {
@@ -296,10 +288,6 @@ impl Defects {
 
     pub fn rate_client(&self, client: &str) -> String {
         if self.has(Defect::RateLimitPerUser) { String::new() } else { client.to_owned() }
-    }
-
-    pub fn rate_tool(&self, tool: &'static str) -> &'static str {
-        tool
     }
 
     pub fn read_timeout_code(&self) -> ErrorCode {

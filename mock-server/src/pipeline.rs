@@ -37,7 +37,7 @@ pub async fn call(
         return Ok(Err(ErrorCode::AuthenticationRequired.into()));
     };
     // 2. The tool exists.
-    let tool = app.defects.resolve_tool(name).ok_or(UnknownTool)?;
+    let tool = ToolName::parse(name).ok_or(UnknownTool)?;
     Ok(checked(app, principal, tool, Value::Object(args.unwrap_or_default())).await)
 }
 
@@ -90,7 +90,7 @@ fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<(), To
     let key = RateKey {
         client_id: app.defects.rate_client(&principal.client_id),
         user_id: principal.user_id.clone(),
-        tool: app.defects.rate_tool(tool.as_str()),
+        tool: tool.as_str(),
     };
     match app.rate.hit(&key, tool.kind().rate_per_minute(), app.clock.now_ms()) {
         Ok(verdict) => verdict.map_err(|ms| ToolError::retry_after(ErrorCode::RateLimited, ms)),
