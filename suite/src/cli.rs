@@ -49,6 +49,10 @@ pub enum Command {
         /// The folder of .feature files [default: as for a run]
         #[arg(long, value_name = "DIR")]
         features: Option<PathBuf>,
+        /// Run every scenario against each defect (not only its clause's), so the matrix shows
+        /// every clause the defect makes fail
+        #[arg(long)]
+        full: bool,
     },
 }
 
@@ -129,8 +133,8 @@ pub fn execute<Out: io::Write + 'static>(cli: Cli, console: Out) -> Outcome {
             Ok(()) => Outcome { code: 0, error: None, report: None },
             Err(e) => Outcome::config_error(e),
         },
-        Some(Command::SelfTest { markdown, features }) => {
-            crate::self_test::run(markdown.as_deref(), features.as_deref(), console)
+        Some(Command::SelfTest { markdown, features, full }) => {
+            crate::self_test::run(markdown.as_deref(), features.as_deref(), full, console)
                 .unwrap_or_else(Outcome::config_error)
         }
         None => run(cli.run, console).unwrap_or_else(Outcome::config_error),
