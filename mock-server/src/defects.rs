@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
-use chataigne_contract::dataset::Order;
 use chataigne_contract::{ErrorCode, Role, ToolName};
 use serde_json::Value;
 
@@ -13,7 +12,7 @@ use crate::app::App;
 use crate::auth::Principal;
 use crate::error::ToolError;
 use crate::idempotency::{Claim, Fingerprint, Slot};
-use crate::store::{Data, Key};
+use crate::store::{Data, Key, OrderRef};
 use crate::tools::Output;
 
 macro_rules! defects {
@@ -227,9 +226,9 @@ impl Defects {
             .then(|| ErrorCode::ResourceNotFound.into())
     }
 
-    pub fn order<'a>(&self, data: &'a Data, rid: &str, oid: &str) -> Option<&'a Order> {
+    pub fn order<'a>(&self, data: &'a Data, rid: &'a str, oid: &str) -> Option<OrderRef<'a>> {
         if self.has(Defect::ForeignChildVisible) {
-            return data.orders.values().flat_map(|m| m.values()).find(|o| o.id == oid);
+            return data.orders.keys().find_map(|owner| data.order(owner, oid));
         }
         data.order(rid, oid)
     }

@@ -307,17 +307,16 @@ fn rival_orders() -> Vec<Order> {
 /// `n` valid orders of one restaurant, newest first, for load benchmarks (e.g. a million orders
 /// behind a keyset cursor). IDs are unique per (`seed`, index), so two calls with different seeds
 /// can share a store. `created_at` goes back from 2026-11-30 by 0..=60 s per order (a year for a
-/// million orders); the 0 s steps make ties for the `id desc` tie-break.
-pub fn synthetic_orders(restaurant_id: &str, n: usize, seed: u64) -> Vec<Order> {
+/// million orders); the 0 s steps make ties for the `id desc` tie-break. Lazy, so a store can
+/// take a million orders one at a time instead of holding them twice.
+pub fn synthetic_orders(restaurant_id: &str, n: usize, seed: u64) -> impl Iterator<Item = Order> + '_ {
     let mut rng = Rng(seed);
     let mut created = at(2026, 11, 30, 23, 59, 59);
-    (0..n)
-        .map(|i| {
-            created -= rng.between(0, 60);
-            let status = rng.pick(&ORDER_STATUSES);
-            order(&mut rng, format!("ord_x{seed:x}_{i:08}"), restaurant_id, status, created)
-        })
-        .collect()
+    (0..n).map(move |i| {
+        created -= rng.between(0, 60);
+        let status = rng.pick(&ORDER_STATUSES);
+        order(&mut rng, format!("ord_x{seed:x}_{i:08}"), restaurant_id, status, created)
+    })
 }
 
 fn organizations() -> Vec<Organization> {

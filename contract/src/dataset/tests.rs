@@ -42,7 +42,7 @@ fn fixture_matches_the_generator() {
 #[test]
 fn generation_is_deterministic() {
     assert!(generate() == generate());
-    assert!(synthetic_orders("rst_bench", 500, 7) == synthetic_orders("rst_bench", 500, 7));
+    assert!(synthetic_orders("rst_bench", 500, 7).eq(synthetic_orders("rst_bench", 500, 7)));
 }
 
 /// `^<prefix>_[0-9A-Za-z_]{1,60}$` without a regex dependency.
@@ -333,11 +333,11 @@ fn records_validate_against_the_output_schemas() {
 
 #[test]
 fn synthetic_orders_are_valid_unique_and_spread() {
-    let orders = synthetic_orders("rst_bench", 5000, 42);
+    let orders: Vec<_> = synthetic_orders("rst_bench", 5000, 42).collect();
     assert_eq!(orders.len(), 5000);
     let ids: BTreeSet<&str> = orders.iter().map(|o| o.id.as_str()).collect();
     assert_eq!(ids.len(), orders.len());
-    let other = synthetic_orders("rst_bench", 10, 43);
+    let other: Vec<_> = synthetic_orders("rst_bench", 10, 43).collect();
     assert!(other.iter().all(|o| !ids.contains(o.id.as_str())), "seeds do not collide");
     let validator = Validator::new(&ToolName::GetOrder.output_schema()).unwrap();
     for o in &orders {

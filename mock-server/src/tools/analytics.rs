@@ -105,19 +105,20 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
 
     // Orders oldest first, so a customer's first order is seen first.
     let mut seen: HashMap<&str, ()> = HashMap::new();
-    for o in data.orders.get(rid).into_iter().flat_map(|m| m.values()) {
-        let Some(day) = day_of(&o.created_at) else { continue };
-        let first = seen.insert(o.customer_name.as_str(), ()).is_none();
+    for o in data.orders_of(rid) {
+        let Some(day) = day_of(o.created_at()) else { continue };
+        let o = o.row;
+        let first = seen.insert(&o.customer_name, ()).is_none();
         if !in_range(day) {
             continue;
         }
         for acc in [buckets.entry(bucket(day, granularity)).or_default(), &mut total] {
             acc.orders += 1;
-            if !matches!(o.status.as_str(), "cancelled" | "rejected") {
+            if !matches!(&*o.status, "cancelled" | "rejected") {
                 acc.revenue += o.total_cents;
                 acc.paid_orders += 1;
             }
-            acc.completed += u64::from(o.status == "completed");
+            acc.completed += u64::from(&*o.status == "completed");
             if first { acc.new_customers += 1 } else { acc.repeat_customers += 1 }
         }
     }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Call, Output, newest_first, page_output, start, take_page, to_json};
 use crate::error::ToolError;
+use crate::store::OrderRef;
 
 pub fn validate(args: &Value) -> Result<(), ToolError> {
     let ts = |name| args.get(name).and_then(Value::as_str).map(time::parse_timestamp);
@@ -33,12 +34,12 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let (from_ts, to_ts) = (call.str("created_from"), call.str("created_to"));
     let from = start(call)?;
     let items = newest_first(data.orders.get(rid), &from)
-        .filter(|(_, o)| statuses.as_ref().is_none_or(|s| s.contains(&o.status.as_str())))
-        .filter(|(_, o)| channel.is_none_or(|c| o.channel == c))
-        // Fixed-width UTC timestamps compare as strings.
-        .filter(|(_, o)| from_ts.is_none_or(|f| o.created_at.as_str() >= f))
-        .filter(|(_, o)| to_ts.is_none_or(|t| o.created_at.as_str() <= t))
-        .map(|(k, o)| (k.clone(), to_json(o)));
+        .filter(|(_, o)| statuses.as_ref().is_none_or(|s| s.contains(&&*o.status)))
+        .filter(|(_, o)| channel.is_none_or(|c| *o.channel == *c))
+        // Fixed-width UTC timestamps compare as strings; the key holds `created_at`.
+        .filter(|(k, _)| from_ts.is_none_or(|f| k.0.as_str() >= f))
+        .filter(|(k, _)| to_ts.is_none_or(|t| k.0.as_str() <= t))
+        .map(|(key, row)| (key.clone(), to_json(&OrderRef { restaurant_id: rid, key, row })));
     let page = take_page(call, items, super::limit(call))?;
     Ok(page_output(call, "orders", page, &format!("orders of {rid}")))
 }
@@ -50,7 +51,8 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
         .defects
         .order(&data, call.restaurant_id()?, call.req("order_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
-    super::single(call, "order", to_json(o), format!("Order {}: {}, {} cents", o.id, o.status, o.total_cents))
+    let summary = format!("Order {}: {}, {} cents", o.id(), o.row.status, o.row.total_cents);
+    super::single(call, "order", to_json(&o), summary)
 }
 
 fn allowed(from: &str, to: &str) -> bool {
@@ -62,10 +64,10 @@ pub fn check_transition(call: &Call) -> Result<(), ToolError> {
     let data = call.app.store.read();
     let o = data.order(call.restaurant_id()?, call.req("order_id")?).ok_or(ErrorCode::ResourceNotFound)?;
     let (expected, target) = (call.req("expected_status")?, call.req("status")?);
-    if o.status != expected && !call.app.defects.ignores_expected_status() {
+    if *o.row.status != *expected && !call.app.defects.ignores_expected_status() {
         return Err(ErrorCode::ExpectedStateMismatch.into());
     }
-    if !allowed(&o.status, target) && !call.app.defects.ignores_lifecycle() {
+    if !allowed(&o.row.status, target) && !call.app.defects.ignores_lifecycle() {
         return Err(ErrorCode::OrderStatusPreconditionFailed.into());
     }
     Ok(())
@@ -75,17 +77,18 @@ pub fn update_status(call: &Call) -> Result<Output, ToolError> {
     let (expected, target) = (call.req("expected_status")?, call.req("status")?);
     let now = call.app.clock.now_timestamp();
     let defects = &call.app.defects;
+    let rid = call.restaurant_id()?;
     let mut data = call.app.store.write();
-    let o =
-        data.order_mut(call.restaurant_id()?, call.req("order_id")?).ok_or(ErrorCode::ResourceNotFound)?;
+    let status = data.interner.intern(target);
+    let (key, row) = data.order_mut(rid, call.req("order_id")?).ok_or(ErrorCode::ResourceNotFound)?;
     // Compare-and-set: the check passed, but another operator may have won since (PRE-4).
-    if o.status != expected && !defects.no_compare_and_set() {
+    if *row.status != *expected && !defects.no_compare_and_set() {
         return Err(ErrorCode::OrderStatusPreconditionFailed.into());
     }
-    o.status = target.to_owned();
-    o.updated_at = now;
-    let o = o.clone();
-    Ok(Output::new(json!({ "order": o }), format!("Order {} is now {}", o.id, o.status)))
+    row.status = status;
+    row.updated_at = now.into();
+    let o = OrderRef { restaurant_id: rid, key, row };
+    Ok(Output::new(json!({ "order": o }), format!("Order {} is now {}", o.id(), o.row.status)))
 }
 
 #[cfg(test)]

@@ -95,7 +95,7 @@ async fn walks_while_orders_arrive_see_each_existing_order_once_every_round() {
     let who = owner();
     let existing: Vec<String> = {
         let data = app.store.read();
-        data.orders["rst_small"].values().rev().map(|o| o.id.clone()).collect()
+        data.orders["rst_small"].keys().rev().map(|(_, id)| id.clone()).collect()
     };
     for round in 0..ROUNDS {
         app.clock.advance_ms(61_000);
@@ -110,8 +110,8 @@ async fn walks_while_orders_arrive_see_each_existing_order_once_every_round() {
                 let app = app.clone();
                 tokio::spawn(async move {
                     let mut data = app.store.write();
-                    let mut order = data.orders["rst_small"].values().next().cloned().unwrap();
-                    order.id = format!("ord_race{round:05}x{}", data.index.len());
+                    let mut order = data.orders_of("rst_small").next().unwrap().to_order();
+                    order.id = format!("ord_race{round:05}x{}", data.orders["rst_small"].len());
                     order.created_at = app.clock.now_timestamp();
                     data.insert_order(order);
                 })
@@ -137,6 +137,6 @@ async fn walks_while_orders_arrive_see_each_existing_order_once_every_round() {
         unique.dedup();
         assert_eq!(unique.len(), seen.len(), "round {round}: no duplicate");
         // The next round walks the same three orders again.
-        app.store.write().orders.get_mut("rst_small").unwrap().retain(|_, o| existing.contains(&o.id));
+        app.store.write().orders.get_mut("rst_small").unwrap().retain(|(_, id), _| existing.contains(id));
     }
 }

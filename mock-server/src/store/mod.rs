@@ -2,6 +2,8 @@
 //! keyed by `(timestamp, id)` and read newest first, so a page starts strictly after the cursor's
 //! key and insertions never shift it (PAG-4).
 
+mod orders;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -10,6 +12,8 @@ use chataigne_contract::dataset::{
     Conversation, Dataset, Instruction, Membership, Message, Order, Organization, Restaurant, Transcript,
     synthetic_orders,
 };
+
+pub use orders::{Interner, ItemRow, OrderIndex, OrderRef, OrderRow, Sym};
 
 /// The restaurant that receives `--synthetic-orders`: the large one, so `rst_central` (which the
 /// suite and the load driver read) keeps its published 137 orders whatever the count.
@@ -25,13 +29,17 @@ pub struct Data {
     pub organizations: BTreeMap<Key, Organization>,
     pub restaurants: BTreeMap<Key, Restaurant>,
     pub memberships: Vec<Membership>,
-    pub orders: HashMap<String, BTreeMap<Key, Order>>,
+    /// Restaurant ID → its orders, compact (see `orders.rs`).
+    pub orders: HashMap<String, BTreeMap<Key, OrderRow>>,
     pub conversations: HashMap<String, BTreeMap<Key, Conversation>>,
     pub messages: HashMap<String, BTreeMap<Key, Message>>,
     pub transcripts: HashMap<String, BTreeMap<Key, Transcript>>,
     pub instructions: HashMap<String, BTreeMap<Key, Instruction>>,
-    /// id → key, for the lookups by ID.
+    /// id → key, for the lookups by ID (orders excepted).
     pub index: HashMap<String, Key>,
+    /// Order ID → key; apart from `index` and smaller, because there may be a million orders.
+    pub order_index: OrderIndex,
+    pub interner: Interner,
 }
 
 fn key(ts: &str, id: &str) -> Key {
@@ -47,9 +55,7 @@ impl Data {
         for r in &dataset.restaurants {
             data.insert_restaurant(r.clone());
         }
-        for o in &dataset.orders {
-            data.insert_order(o.clone());
-        }
+        data.load_orders(dataset.orders.iter().cloned(), dataset.orders.len());
         for c in &dataset.conversations {
             data.insert_conversation(c.clone());
         }
@@ -68,10 +74,33 @@ impl Data {
     /// The dataset plus `synthetic` generated orders in [`SYNTHETIC_RESTAURANT`] (benchmarks).
     pub fn load_with(dataset: &Dataset, synthetic: usize) -> Data {
         let mut data = Data::load(dataset);
-        for o in synthetic_orders(SYNTHETIC_RESTAURANT, synthetic, SYNTHETIC_SEED) {
-            data.insert_order(o);
-        }
+        data.load_orders(synthetic_orders(SYNTHETIC_RESTAURANT, synthetic, SYNTHETIC_SEED), synthetic);
         data
+    }
+
+    /// Bulk load: each restaurant's map is built from sorted rows, which fills the B-tree's
+    /// nodes (one by one, mostly in descending order, they would stay about half full).
+    fn load_orders(&mut self, orders: impl Iterator<Item = Order>, count: usize) {
+        let mut rows: HashMap<String, Vec<(Key, OrderRow)>> = HashMap::new();
+        self.order_index.reserve(count);
+        for o in orders {
+            let (key, row) = OrderRow::split(&o, &mut self.interner);
+            self.order_index.insert(&o.id, &o.created_at);
+            match rows.get_mut(o.restaurant_id.as_str()) {
+                Some(list) => list.push((key, row)),
+                None => {
+                    rows.insert(o.restaurant_id, vec![(key, row)]);
+                }
+            }
+        }
+        for (rid, list) in rows {
+            let map = self.orders.entry(rid).or_default();
+            if map.is_empty() {
+                *map = list.into_iter().collect();
+            } else {
+                map.extend(list);
+            }
+        }
     }
 
     pub fn insert_organization(&mut self, o: Organization) {
@@ -87,9 +116,9 @@ impl Data {
     }
 
     pub fn insert_order(&mut self, o: Order) {
-        let k = key(&o.created_at, &o.id);
-        self.index.insert(o.id.clone(), k.clone());
-        self.orders.entry(o.restaurant_id.clone()).or_default().insert(k, o);
+        let (k, row) = OrderRow::split(&o, &mut self.interner);
+        self.order_index.insert(&o.id, &o.created_at);
+        self.orders.entry(o.restaurant_id).or_default().insert(k, row);
     }
 
     pub fn insert_conversation(&mut self, c: Conversation) {
@@ -130,13 +159,22 @@ impl Data {
 
     /// A child looked up through its restaurant: another restaurant's child is simply absent
     /// (AUTH-5).
-    pub fn order(&self, restaurant_id: &str, id: &str) -> Option<&Order> {
-        self.orders.get(restaurant_id)?.get(self.index.get(id)?)
+    pub fn order<'a>(&'a self, restaurant_id: &'a str, id: &str) -> Option<OrderRef<'a>> {
+        let (key, row) = self.orders.get(restaurant_id)?.get_key_value(&self.order_index.key(id)?)?;
+        Some(OrderRef { restaurant_id, key, row })
     }
 
-    pub fn order_mut(&mut self, restaurant_id: &str, id: &str) -> Option<&mut Order> {
-        let k = self.index.get(id)?.clone();
-        self.orders.get_mut(restaurant_id)?.get_mut(&k)
+    pub fn order_mut(&mut self, restaurant_id: &str, id: &str) -> Option<(&Key, &mut OrderRow)> {
+        let k = self.order_index.key(id)?;
+        self.orders.get_mut(restaurant_id)?.range_mut(k.clone()..=k).next()
+    }
+
+    /// Every order of a restaurant, oldest first.
+    pub fn orders_of<'a>(&'a self, restaurant_id: &'a str) -> impl Iterator<Item = OrderRef<'a>> + 'a {
+        self.orders
+            .get(restaurant_id)
+            .into_iter()
+            .flat_map(move |m| m.iter().map(move |(key, row)| OrderRef { restaurant_id, key, row }))
     }
 
     pub fn conversation(&self, restaurant_id: &str, id: &str) -> Option<&Conversation> {
