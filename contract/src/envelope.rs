@@ -52,7 +52,11 @@ impl ErrorBody {
 
 /// `structuredContent` of a success.
 pub fn success(data: Value, meta: &Meta) -> Value {
-    serde_json::json!({ "data": data, "meta": meta })
+    // Not `json!`: it would copy `data` through `to_value`, the whole answer once more.
+    let mut object = serde_json::Map::new();
+    object.insert("data".into(), data);
+    object.insert("meta".into(), serde_json::to_value(meta).unwrap_or_default());
+    Value::Object(object)
 }
 
 /// `structuredContent` of an error; the two request_ids are the same by construction.
@@ -61,6 +65,25 @@ pub fn error(body: &ErrorBody) -> Value {
         "data": { "error": body },
         "meta": { "request_id": body.request_id },
     })
+}
+
+/// The size of a value's compact JSON, counted without building the text (LIM-5/LIM-6 checks
+/// run on every answer).
+pub fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail; a value that cannot serialize counts what it wrote.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// ENV-2: `^req_[0-9A-Za-z]{16,}$`, checked without a regex engine.

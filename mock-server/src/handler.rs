@@ -171,7 +171,7 @@ pub fn to_result(app: &App, request_id: &str, outcome: Outcome, args: &Value) ->
                 ..Meta::new(request_id)
             };
             let structured = envelope::success(out.data, &meta);
-            if structured.to_string().len() > MAX_STRUCTURED_BYTES && !app.defects.no_truncation() {
+            if envelope::json_len(&structured) > MAX_STRUCTURED_BYTES && !app.defects.no_truncation() {
                 error_parts(request_id, ToolError::new(chataigne_contract::ErrorCode::OutputTooLarge))
             } else {
                 (structured, out.summary, false)
@@ -181,12 +181,11 @@ pub fn to_result(app: &App, request_id: &str, outcome: Outcome, args: &Value) ->
     };
     let mut summary = Some(cut(summary, MAX_SUMMARY_BYTES));
     app.defects.envelope(&mut structured, &mut summary, args);
-    let mut result = if is_error {
-        CallToolResult::structured_error(structured)
-    } else {
-        CallToolResult::structured(structured)
-    };
-    result.content = summary.into_iter().map(ContentBlock::text).collect();
+    // Built by hand: rmcp's `structured` constructors also serialize the value into a text
+    // block, which the summary replaces anyway.
+    let content = summary.into_iter().map(ContentBlock::text).collect();
+    let mut result = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    result.structured_content = Some(structured);
     result
 }
 

@@ -2,12 +2,13 @@
 //! store here and a shared store behave the same. Keys are stored only as a keyed hash of
 //! (client, user, tool, key) (IDEM-5, IDEM-8); arguments only as a digest.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
+
+use crate::expiry::Swept;
 
 /// The stored identity of a key: HMAC of its scope and text, never the raw key.
 pub type Slot = [u8; 32];
@@ -60,7 +61,7 @@ pub(crate) const IN_PROGRESS_RETRY_MS: u64 = 250;
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    entries: Mutex<HashMap<Slot, Entry>>,
+    entries: Mutex<Swept<Slot, Entry>>,
 }
 
 impl IdempotencyStore for MemoryStore {
@@ -76,14 +77,14 @@ impl IdempotencyStore for MemoryStore {
         now_ms: i64,
     ) -> Result<(), StoreError> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
+        entries.map.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
         Ok(())
     }
 
     fn release(&self, slot: Slot) -> Result<(), StoreError> {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(entries.get(&slot), Some(Entry::Running { .. })) {
-            entries.remove(&slot);
+        if matches!(entries.map.get(&slot), Some(Entry::Running { .. })) {
+            entries.map.remove(&slot);
         }
         Ok(())
     }
@@ -98,7 +99,9 @@ impl MemoryStore {
     fn claim_now(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let retention = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
-        match entries.get(&slot) {
+        // A running claim is released or completed by its call; only old results expire.
+        entries.sweep_if_grown(|e| !matches!(e, Entry::Done { at_ms, .. } if now_ms - at_ms >= retention));
+        match entries.map.get(&slot) {
             Some(Entry::Done { at_ms, .. }) if now_ms - at_ms >= retention => {}
             Some(Entry::Done { fingerprint: f, data, .. }) => {
                 return if *f == fingerprint { Claim::Replay(data.clone()) } else { Claim::Mismatch };
@@ -112,7 +115,7 @@ impl MemoryStore {
             }
             None => {}
         }
-        entries.insert(slot, Entry::Running { fingerprint });
+        entries.map.insert(slot, Entry::Running { fingerprint });
         Claim::Fresh
     }
 }
@@ -149,6 +152,24 @@ impl KeyHasher {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn results_past_retention_are_forgotten_as_new_keys_arrive() {
+        let store = MemoryStore::default();
+        let day = 24 * 3600 * 1000;
+        for i in 0..3000u32 {
+            let mut slot = [0; 32];
+            slot[..4].copy_from_slice(&i.to_be_bytes());
+            let at = if i < 2000 { 0 } else { day };
+            assert_eq!(store.claim_now(slot, [1; 32], at), Claim::Fresh);
+            store.complete(slot, [1; 32], &json!({ "i": i }), at).unwrap();
+        }
+        let len = store.entries.lock().unwrap().map.len();
+        assert!(len < 2000, "the 2,000 results of a day ago went, {len} entries left");
+        let mut recent = [0; 32];
+        recent[..4].copy_from_slice(&2999u32.to_be_bytes());
+        assert_eq!(store.claim_now(recent, [1; 32], day + 1), Claim::Replay(json!({ "i": 2999 })));
+    }
 
     #[test]
     fn lifecycle() {

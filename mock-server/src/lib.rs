@@ -10,6 +10,7 @@ pub mod control;
 pub mod cursor;
 pub mod defects;
 pub mod error;
+mod expiry;
 pub mod faults;
 mod handler;
 pub mod http;

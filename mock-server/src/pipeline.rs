@@ -168,7 +168,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
     let fault = app.faults.get(call.tool.as_str()).unwrap_or_default();
     let work = async move {
         let _guard = claim.map(|owned| ReleaseOnDrop { app: call.app.clone(), slot: owned.slot });
-        tokio::time::sleep(Duration::from_millis(fault.latency_ms)).await;
+        pause(fault.latency_ms).await;
         if let Some(error) = fault.error {
             return Err(ToolError::new(match error {
                 FaultError::Internal => ErrorCode::InternalError,
@@ -179,7 +179,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         if let Some(owned) = claim {
             store_success(&call.app, owned, &output.data);
         }
-        tokio::time::sleep(Duration::from_millis(fault.delay_after_effect_ms)).await;
+        pause(fault.delay_after_effect_ms).await;
         Ok(output)
     };
     if kind.is_write() {
@@ -191,6 +191,14 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
     } else {
         let timeout_code = app.defects.read_timeout_code();
         tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| Err(timeout_code.into()))
+    }
+}
+
+/// An injected delay. None is the common case: even a zero `sleep` goes through the timer
+/// wheel and costs the call a wake-up.
+async fn pause(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
     }
 }
 

@@ -1,9 +1,9 @@
 //! Rate limits (LIM-2, LIM-3): a window per (client, user, tool), opened by its first call and
 //! lasting 60 s on the server's clock. Every call that reaches this check counts.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
+use crate::expiry::Swept;
 use crate::idempotency::StoreError;
 
 /// Who is limited: one window per pair and tool.
@@ -27,7 +27,7 @@ pub(crate) const WINDOW_MS: i64 = 60_000;
 
 #[derive(Debug, Default)]
 pub struct MemoryLimiter {
-    windows: Mutex<HashMap<RateKey, (i64, u32)>>,
+    windows: Mutex<Swept<RateKey, (i64, u32)>>,
 }
 
 impl RateLimiter for MemoryLimiter {
@@ -44,7 +44,9 @@ impl RateLimiter for MemoryLimiter {
 impl MemoryLimiter {
     fn hit_now(&self, key: &RateKey, limit: u32, now_ms: i64) -> Verdict {
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
-        let (start, count) = windows.entry(key.clone()).or_insert((now_ms, 0));
+        // A window that has ended counts nothing any more: forgetting it changes no verdict.
+        windows.sweep_if_grown(|(start, _)| now_ms - start < WINDOW_MS);
+        let (start, count) = windows.map.entry(key.clone()).or_insert((now_ms, 0));
         if now_ms - *start >= WINDOW_MS {
             (*start, *count) = (now_ms, 0);
         }

@@ -12,8 +12,9 @@ mod transcripts;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use chataigne_contract::envelope::json_len;
 use chataigne_contract::{DEFAULT_LIMIT, ErrorCode, MAX_STRUCTURED_BYTES, Role, ToolName};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
@@ -172,7 +173,7 @@ pub fn take_page(
         if out.len() == limit {
             return Ok(Page { items: out, next: last, truncated: false });
         }
-        let size = value.to_string().len() + 1;
+        let size = json_len(&value) + 1;
         if used + size > budget && !call.app.defects.no_truncation() {
             if out.is_empty() {
                 return Err(ErrorCode::OutputTooLarge.into());
@@ -242,7 +243,7 @@ pub fn page_output(call: &Call, key: &str, page: Page, what: &str) -> Output {
     Output {
         next_cursor,
         truncated: page.truncated,
-        ..Output::new(json!({ key: page.items }), format!("{count} {what}{cut}{more}"))
+        ..Output::new(keyed(key, Value::Array(page.items)), format!("{count} {what}{cut}{more}"))
     }
 }
 
@@ -271,8 +272,13 @@ fn to_json<T: serde::Serialize>(value: &T) -> Value {
 
 /// A single item that alone would exceed 128 KiB cannot be cut (LIM-6).
 pub fn single(call: &Call, key: &str, item: Value, summary: String) -> Result<Output, ToolError> {
-    if item.to_string().len() + ENVELOPE_RESERVE > MAX_STRUCTURED_BYTES && !call.app.defects.no_truncation() {
+    if json_len(&item) + ENVELOPE_RESERVE > MAX_STRUCTURED_BYTES && !call.app.defects.no_truncation() {
         return Err(ErrorCode::OutputTooLarge.into());
     }
-    Ok(Output::new(json!({ key: item }), summary))
+    Ok(Output::new(keyed(key, item), summary))
+}
+
+/// `{ key: value }` without `json!`, which would copy `value` through `to_value`.
+fn keyed(key: &str, value: Value) -> Value {
+    Value::Object(serde_json::Map::from_iter([(key.to_owned(), value)]))
 }
