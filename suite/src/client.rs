@@ -323,7 +323,9 @@ pub fn describe_reqwest(e: &reqwest::Error) -> String {
     if e.is_timeout() { format!("timed out: {text}") } else { text }
 }
 
-async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> Result<HttpResponse, String> {
+/// An HTTP answer as the runner reads it: status, headers, body, and the JSON-RPC message
+/// answering `rpc_id` (from JSON or SSE) or why there is none. Public for the fuzz targets.
+pub async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> Result<HttpResponse, String> {
     let status = Some(resp.status().as_u16());
     let headers: Vec<(String, String)> = resp
         .headers()
