@@ -41,6 +41,10 @@ async fn mcp(Json(request): Json<Value>) -> Json<Value> {
     }))
 }
 
+// The same allocator as chataigne-mock, so the ratio compares the layers, not the allocators.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let addr: SocketAddr = std::env::args().nth(1).as_deref().unwrap_or("127.0.0.1:8090").parse()?;

@@ -129,8 +129,15 @@ impl ServerHandler for Handler {
         let request_id =
             parts.and_then(|p| p.extensions.get::<RequestId>()).map_or_else(new_request_id, |r| r.0.clone());
         let started = Instant::now();
-        let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        let outcome = pipeline::call(&self.app, principal.as_ref(), &request.name, request.arguments).await;
+        // Only the defect modes read the arguments after the pipeline: no copy otherwise.
+        let args = match self.app.defects.any() {
+            true => Value::Object(request.arguments.clone().unwrap_or_default()),
+            false => Value::Null,
+        };
+        // Boxed: rmcp moves the request future between its per-request tasks, so a small
+        // future is cheaper to carry than the pipeline's whole state inline.
+        let outcome =
+            Box::pin(pipeline::call(&self.app, principal.as_ref(), &request.name, request.arguments)).await;
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(UnknownTool) => {

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -202,6 +203,66 @@ fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Respons
 /// JSON-RPC errors rmcp would answer otherwise (PROTO-2): not JSON → -32700; not a JSON-RPC
 /// object → -32600; a `tools/call` without a tool name → -32602.
 fn check_json_rpc(bytes: &Bytes) -> Option<Response> {
+    if well_formed(bytes) {
+        return None;
+    }
+    full_check(bytes)
+}
+
+/// The top-level members the gate looks at, borrowed from the body. `Some` even for `null`
+/// (unlike `Option<&RawValue>`), so "present" means what `Map::contains_key` means.
+#[derive(serde::Deserialize)]
+struct Probe<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    arguments: Option<&'a RawValue>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+/// The common case without building a `Value` tree: true only when [`full_check`] would pass
+/// the body too. Anything unusual (escapes, duplicate keys, odd types) goes the long way.
+fn well_formed(bytes: &[u8]) -> bool {
+    let starts = |raw: Option<&RawValue>, c: &[u8]| raw.is_some_and(|r| c.contains(&r.get().as_bytes()[0]));
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return false;
+    }
+    let Ok(p) = serde_json::from_slice::<Probe>(bytes) else { return false };
+    let is_response = p.result.is_some() || p.error.is_some();
+    let id_ok = p.id.is_none_or(|id| starts(Some(id), b"\"-0123456789n"));
+    if p.jsonrpc.map(RawValue::get) != Some("\"2.0\"") || !id_ok || (!is_response && !starts(p.method, b"\""))
+    {
+        return false;
+    }
+    // An escaped method name might spell tools/call: only the plain spelling is fast.
+    if p.method.is_some_and(|m| m.get().contains('\\')) {
+        return false;
+    }
+    if p.method.map(RawValue::get) == Some("\"tools/call\"") && p.id.is_some() {
+        let Some(params) = p.params.filter(|r| r.get().starts_with('{')) else { return false };
+        let Ok(q) = serde_json::from_str::<Probe>(params.get()) else { return false };
+        let args_ok = q.arguments.is_none_or(|a| a.get().starts_with('{') || a.get() == "null");
+        return starts(q.name, b"\"") && args_ok;
+    }
+    true
+}
+
+fn full_check(bytes: &Bytes) -> Option<Response> {
     let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
         return Some(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -248,4 +309,71 @@ fn check_json_rpc(bytes: &Bytes) -> Option<Response> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn agrees(body: &str) -> bool {
+        let bytes = Bytes::copy_from_slice(body.as_bytes());
+        !well_formed(&bytes) || full_check(&bytes).is_none()
+    }
+
+    #[test]
+    fn usual_requests_take_the_fast_path() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_order","arguments":{"a":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/list"}"#,
+            r#" {"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+        ] {
+            assert!(well_formed(body.as_bytes()), "{body}");
+            assert!(full_check(&Bytes::from(body)).is_none(), "{body}");
+        }
+    }
+
+    #[test]
+    fn unusual_requests_go_the_long_way() {
+        for body in [
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+            r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#,
+        ] {
+            assert!(!well_formed(body.as_bytes()), "{body}");
+        }
+    }
+
+    proptest! {
+        // The fast path may only ever say "fine" where the full check says so too.
+        #[test]
+        fn fast_path_never_accepts_what_the_full_check_rejects(
+            jsonrpc in prop::sample::select(vec![r#""2.0""#, r#""1.0""#, "2", "null", r#""2\u002e0""#]),
+            id in prop::sample::select(vec!["", "1", "-3", r#""a""#, "null", "{}", "[1]", "true"]),
+            method in prop::sample::select(vec!["", r#""tools/call""#, r#""tools\/call""#, r#""ping""#, "5", "null"]),
+            params in prop::sample::select(vec!["", "{}", r#"{"name":"x"}"#, r#"{"name":"x","arguments":null}"#,
+                r#"{"name":"x","arguments":[]}"#, r#"{"name":1}"#, "[]", "null", r#"{"name":"x","name":"y"}"#]),
+            extra in prop::sample::select(vec!["", r#""result":{}"#, r#""error":null"#, r#""id":2"#]),
+        ) {
+            let mut members = vec![format!(r#""jsonrpc":{jsonrpc}"#)];
+            if !id.is_empty() { members.push(format!(r#""id":{id}"#)); }
+            if !method.is_empty() { members.push(format!(r#""method":{method}"#)); }
+            if !params.is_empty() { members.push(format!(r#""params":{params}"#)); }
+            if !extra.is_empty() { members.push(extra.to_owned()); }
+            let body = format!("{{{}}}", members.join(","));
+            prop_assert!(agrees(&body), "{}", body);
+        }
+
+        #[test]
+        fn fast_path_agrees_on_arbitrary_bytes(body in ".{0,64}") {
+            prop_assert!(agrees(&body));
+        }
+    }
 }

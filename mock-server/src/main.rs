@@ -88,6 +88,11 @@ enum Command {
     },
 }
 
+// Per-call allocation dominates the server's CPU under load; mimalloc halves its cost
+// (docs/BENCHMARKS.md). The echo baseline uses the same allocator, so the ratio stays fair.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let dataset = match &cli.dataset {
