@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load, list-latency and memory figures of docs/BENCHMARKS.md, in one run on one machine:
-#   1. wrk against the bare axum echo (mock-server/examples/axum_echo.rs), then get_order,
-#      list_orders and a keyed create_instruction against chataigne-mock, same concurrency;
+#   1. wrk against the bare axum echo (mock-server/examples/axum_echo.rs), rmcp's service with a
+#      fixed answer (examples/rmcp_echo.rs: the MCP layer's ceiling), then get_order, list_orders
+#      and a keyed create_instruction against chataigne-mock, same concurrency;
 #   2. list_orders page latency (concurrency 1) on rst_large with 1,000 and 1,000,000 synthetic
 #      orders, two servers side by side, alternating;
 #   3. RSS of the server holding 1,000,000 synthetic orders, and its load time.
@@ -11,10 +12,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export BENCH_DIR="$PWD/bench"
 THREADS=${THREADS:-2} CONNS=${CONNS:-32} DURATION=${DURATION:-10s} LARGE=${LARGE:-1000000}
-ECHO_PORT=18090 MOCK_PORT=18091 SMALL_PORT=18092 LARGE_PORT=18093
+ECHO_PORT=18090 MOCK_PORT=18091 SMALL_PORT=18092 LARGE_PORT=18093 RMCP_PORT=18094
 
 [[ ${NO_BUILD:-} == 1 ]] || cargo build --release -q -p mock-server --examples --bins
-BIN=target/release/chataigne-mock ECHO=target/release/examples/axum_echo
+BIN=target/release/chataigne-mock ECHO=target/release/examples/axum_echo RMCP=target/release/examples/rmcp_echo
 
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
@@ -52,23 +53,28 @@ echo "# $(date -u +%FT%TZ) | $(nproc) cores | $(grep -m1 'model name' /proc/cpui
 echo "# wrk -t$THREADS -c$CONNS -d$DURATION --latency, client and servers on the same machine"
 
 "$ECHO" "127.0.0.1:$ECHO_PORT" & PIDS+=($!)
+"$RMCP" "127.0.0.1:$RMCP_PORT" & PIDS+=($!)
 # The limiter step is skipped: 500–1,000 calls/min per persona and tool would otherwise cap
 # the load, not the server (docs/BENCHMARKS.md). Logs go to /dev/null but are still formatted.
 "$BIN" --listen "127.0.0.1:$MOCK_PORT" --defect no-rate-limit --log-file /dev/null 2>/dev/null & PIDS+=($!)
 until curl -s -o /dev/null "http://127.0.0.1:$ECHO_PORT/mcp" -H 'Content-Type: application/json' -d '{}'; do sleep 0.01; done
+until post "$RMCP_PORT" "$(body get_order '{}')" >/dev/null 2>&1; do sleep 0.01; done
 wait_ready "$MOCK_PORT"
 check_ok "$MOCK_PORT" "$(body get_order '{"restaurant_id":"rst_central","order_id":"ord_c0001"}')"
 check_ok "$MOCK_PORT" "$(body list_orders '{"restaurant_id":"rst_central","limit":20}')"
 check_ok "$MOCK_PORT" "$(body create_instruction '{"restaurant_id":"rst_central","text":"Bench instruction","idempotency_key":"bench-check-0001"}')"
-echo "# answer sizes: echo $(post "$ECHO_PORT" '{"id":1}' | wc -c) B, get_order $(post "$MOCK_PORT" "$(body get_order '{"restaurant_id":"rst_central","order_id":"ord_c0001"}')" | wc -c) B, list_orders $(post "$MOCK_PORT" "$(body list_orders '{"restaurant_id":"rst_central","limit":20}')" | wc -c) B"
+echo "# answer sizes: echo $(post "$ECHO_PORT" '{"id":1}' | wc -c) B, rmcp echo $(post "$RMCP_PORT" "$(body get_order '{}')" | wc -c) B, get_order $(post "$MOCK_PORT" "$(body get_order '{"restaurant_id":"rst_central","order_id":"ord_c0001"}')" | wc -c) B, list_orders $(post "$MOCK_PORT" "$(body list_orders '{"restaurant_id":"rst_central","limit":20}')" | wc -c) B"
 
 echo
 echo "## Load: calls/s p50 p99 non-2xx"
 read -r e_rps e_p50 e_p99 e_bad <<<"$(run_wrk "$THREADS" "$CONNS" "$DURATION" get_order.lua "$ECHO_PORT")"
 echo "axum echo (baseline)        $e_rps $e_p50 $e_p99 $e_bad"
+read -r r_rps r_p50 r_p99 r_bad <<<"$(run_wrk "$THREADS" "$CONNS" "$DURATION" get_order.lua "$RMCP_PORT")"
+echo "rmcp echo (MCP layer only)  $r_rps $r_p50 $r_p99 $r_bad  ratio to echo $(ratio "$r_rps" "$e_rps")"
 for s in get_order list_orders create_instruction; do
   read -r rps p50 p99 bad <<<"$(run_wrk "$THREADS" "$CONNS" "$DURATION" "$s.lua" "$MOCK_PORT")"
-  printf '%-27s %s %s %s %s  ratio to echo %s\n' "$s" "$rps" "$p50" "$p99" "$bad" "$(ratio "$rps" "$e_rps")"
+  printf '%-27s %s %s %s %s  ratio to echo %s, to rmcp echo %s\n' "$s" "$rps" "$p50" "$p99" "$bad" \
+    "$(ratio "$rps" "$e_rps")" "$(ratio "$rps" "$r_rps")"
 done
 read -r e2_rps e2_p50 e2_p99 e2_bad <<<"$(run_wrk "$THREADS" "$CONNS" "$DURATION" get_order.lua "$ECHO_PORT")"
 echo "axum echo (again, drift)    $e2_rps $e2_p50 $e2_p99 $e2_bad"

@@ -1,0 +1,75 @@
+//! The second baseline of `bench/load.sh`: rmcp's Streamable HTTP service configured exactly as
+//! chataigne-mock's (stateless, JSON responses), whose `tools/call` answers the same fixed result
+//! as `axum_echo`. No gate, no auth, no pipeline, no store, no log line. Its calls/s is the
+//! ceiling any server built on rmcp can reach on this load, so the three figures split the gap
+//! to the bare echo into "the MCP layer" and "our code" (docs/BENCHMARKS.md).
+//!
+//! `cargo run --release -p mock-server --example rmcp_echo -- 127.0.0.1:8091`
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+fn envelope() -> Value {
+    json!({
+        "data": { "order": {
+            "id": "ord_c0001", "restaurant_id": "rst_central", "status": "received", "channel": "phone",
+            "customer_name": "Camille Lefebvre",
+            "items": [
+                { "name": "Velouté de châtaigne", "quantity": 2, "unit_price_cents": 850 },
+                { "name": "Tarte fine aux pommes", "quantity": 1, "unit_price_cents": 1200 }
+            ],
+            "total_cents": 2900, "currency": "EUR", "notes": "Sans noix, merci",
+            "created_at": "2026-11-30T20:47:13Z", "updated_at": "2026-11-30T20:47:13Z"
+        }},
+        "meta": { "request_id": "req_0123456789abcdef0123", "next_cursor": null, "truncated": false, "replayed": false }
+    })
+}
+
+#[derive(Clone)]
+struct Echo;
+
+impl ServerHandler for Echo {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Built per call, as a real handler builds its answer.
+        let mut result =
+            CallToolResult::success(vec![ContentBlock::text("Order ord_c0001: received, 2900 cents")]);
+        result.structured_content = Some(envelope());
+        Ok(result.into())
+    }
+}
+
+// The same allocator as chataigne-mock and axum_echo.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let addr: SocketAddr = std::env::args().nth(1).as_deref().unwrap_or("127.0.0.1:8091").parse()?;
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        // chataigne-mock's default (loopback hosts checked against DNS rebinding).
+        .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "[::1]"].map(String::from));
+    let service = StreamableHttpService::new(|| Ok(Echo), Arc::new(LocalSessionManager::default()), config);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await?;
+    Ok(())
+}
