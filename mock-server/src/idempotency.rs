@@ -2,7 +2,7 @@
 //! store here and a shared store behave the same. Keys are stored only as a keyed hash of
 //! (client, user, tool, key) (IDEM-5, IDEM-8); arguments only as a digest.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -59,9 +59,14 @@ enum Entry {
 /// Retry hint while a duplicate runs: about the time a write takes here.
 pub(crate) const IN_PROGRESS_RETRY_MS: u64 = 250;
 
+/// Independent maps a slot is spread over. A `HashMap` grows by rehashing everything under its
+/// lock, which stalled every keyed write for tens of milliseconds once a map held ~100k keys
+/// (docs/BENCHMARKS.md); a shard holds 1/16 of the keys and stalls only its own callers.
+const SHARDS: usize = 16;
+
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    entries: Mutex<Swept<Slot, Entry>>,
+    shards: [Mutex<Swept<Slot, Entry>>; SHARDS],
 }
 
 impl IdempotencyStore for MemoryStore {
@@ -76,13 +81,13 @@ impl IdempotencyStore for MemoryStore {
         data: &Value,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.shard(&slot);
         entries.map.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
         Ok(())
     }
 
     fn release(&self, slot: Slot) -> Result<(), StoreError> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.shard(&slot);
         if matches!(entries.map.get(&slot), Some(Entry::Running { .. })) {
             entries.map.remove(&slot);
         }
@@ -90,14 +95,26 @@ impl IdempotencyStore for MemoryStore {
     }
 
     fn clear(&self) -> Result<(), StoreError> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        for shard in &self.shards {
+            shard.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
         Ok(())
     }
 }
 
 impl MemoryStore {
+    fn shard(&self, slot: &Slot) -> MutexGuard<'_, Swept<Slot, Entry>> {
+        // A panic while holding a shard cannot leave an entry half-written: keep serving.
+        self.shards[shard_of(slot)].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().unwrap().map.len()).sum()
+    }
+
     fn claim_now(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.shard(&slot);
         let retention = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
         // A running claim is released or completed by its call; only old results expire.
         entries.sweep_if_grown(|e| !matches!(e, Entry::Done { at_ms, .. } if now_ms - at_ms >= retention));
@@ -118,6 +135,11 @@ impl MemoryStore {
         entries.map.insert(slot, Entry::Running { fingerprint });
         Claim::Fresh
     }
+}
+
+/// Slots are HMAC outputs, so any mix of their bytes spreads them evenly.
+fn shard_of(slot: &Slot) -> usize {
+    slot.iter().fold(0u8, |acc, b| acc ^ b) as usize % SHARDS
 }
 
 /// Hashes keys with the server's secret; the raw key never leaves this function.
@@ -157,18 +179,32 @@ mod tests {
     fn results_past_retention_are_forgotten_as_new_keys_arrive() {
         let store = MemoryStore::default();
         let day = 24 * 3600 * 1000;
-        for i in 0..3000u32 {
+        // Enough keys for every shard to pass two sweeps' thresholds after the day has passed.
+        let (old, total) = (48_000u32, 72_000u32);
+        for i in 0..total {
             let mut slot = [0; 32];
             slot[..4].copy_from_slice(&i.to_be_bytes());
-            let at = if i < 2000 { 0 } else { day };
+            let at = if i < old { 0 } else { day };
             assert_eq!(store.claim_now(slot, [1; 32], at), Claim::Fresh);
             store.complete(slot, [1; 32], &json!({ "i": i }), at).unwrap();
         }
-        let len = store.entries.lock().unwrap().map.len();
-        assert!(len < 2000, "the 2,000 results of a day ago went, {len} entries left");
+        let len = store.len();
+        assert!(len < (total - old) as usize + 1000, "the results of a day ago went, {len} entries left");
         let mut recent = [0; 32];
-        recent[..4].copy_from_slice(&2999u32.to_be_bytes());
-        assert_eq!(store.claim_now(recent, [1; 32], day + 1), Claim::Replay(json!({ "i": 2999 })));
+        recent[..4].copy_from_slice(&(total - 1).to_be_bytes());
+        assert_eq!(store.claim_now(recent, [1; 32], day + 1), Claim::Replay(json!({ "i": total - 1 })));
+    }
+
+    #[test]
+    fn slots_spread_over_the_shards() {
+        let h = KeyHasher::new(b"s");
+        let mut counts = [0u32; SHARDS];
+        for i in 0..1600 {
+            let slot = h.slot("cli_a", "usr_a", "send_message", &format!("key-{i}"));
+            counts[shard_of(&slot)] += 1;
+        }
+        // 100 expected per shard; a shard with under half or over twice that is not spreading.
+        assert!(counts.iter().all(|&c| (50..200).contains(&c)), "{counts:?}");
     }
 
     #[test]
