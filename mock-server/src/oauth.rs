@@ -20,9 +20,12 @@ use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::auth::Principal;
+use crate::expiry::Swept;
 
 /// Access tokens live an hour; refresh tokens until the server stops.
 const ACCESS_TTL_MS: i64 = 3_600_000;
+/// An unused authorization code expires after ten minutes (RFC 6749 §4.1.2's maximum).
+const CODE_TTL_MS: i64 = 600_000;
 
 #[derive(Debug, Clone)]
 struct Registered {
@@ -45,13 +48,20 @@ pub struct Issued {
     pub expires_ms: i64,
 }
 
-/// The authorization server's state.
+#[derive(Debug)]
+struct PendingCode {
+    grant: Grant,
+    expires_ms: i64,
+}
+
+/// The authorization server's state. Codes and access tokens expire and are swept as new ones
+/// arrive; registered clients and refresh tokens live until the server stops (development use).
 #[derive(Debug, Default)]
 pub struct OAuth {
     clients: Mutex<HashMap<String, Registered>>,
-    codes: Mutex<HashMap<String, Grant>>,
+    codes: Mutex<Swept<String, PendingCode>>,
     refresh: Mutex<HashMap<String, Grant>>,
-    access: Mutex<HashMap<String, Issued>>,
+    access: Mutex<Swept<String, Issued>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -69,14 +79,16 @@ impl OAuth {
     /// The principal of an issued access token, if it is live and for `audience`.
     pub fn check(&self, token: &str, audience: &str, now_ms: i64) -> Option<Principal> {
         let access = lock(&self.access);
-        let issued = access.get(token)?;
+        let issued = access.map.get(token)?;
         (issued.expires_ms > now_ms && issued.audience == audience).then(|| issued.principal.clone())
     }
 
     fn issue(&self, grant: &Grant, now_ms: i64) -> serde_json::Value {
         let access_token = random_token("at_");
         let refresh_token = random_token("rt_");
-        lock(&self.access).insert(
+        let mut access = lock(&self.access);
+        access.sweep_if_grown(|issued| issued.expires_ms > now_ms);
+        access.map.insert(
             access_token.clone(),
             Issued {
                 principal: grant.principal.clone(),
@@ -84,11 +96,27 @@ impl OAuth {
                 expires_ms: now_ms + ACCESS_TTL_MS,
             },
         );
+        drop(access);
         lock(&self.refresh).insert(refresh_token.clone(), grant.clone());
         json!({
             "access_token": access_token, "token_type": "Bearer", "expires_in": ACCESS_TTL_MS / 1000,
             "refresh_token": refresh_token, "scope": grant.principal.scopes.join(" "),
         })
+    }
+
+    /// A new authorization code for `grant`.
+    fn park_code(&self, grant: Grant, now_ms: i64) -> String {
+        let code = random_token("code_");
+        let mut codes = lock(&self.codes);
+        codes.sweep_if_grown(|pending| pending.expires_ms > now_ms);
+        codes.map.insert(code.clone(), PendingCode { grant, expires_ms: now_ms + CODE_TTL_MS });
+        code
+    }
+
+    /// The grant of a live code. A code is used once, whatever happens next.
+    fn take_code(&self, code: &str, now_ms: i64) -> Option<Grant> {
+        let pending = lock(&self.codes).map.remove(code)?;
+        (pending.expires_ms > now_ms).then_some(pending.grant)
     }
 }
 
@@ -255,8 +283,7 @@ async fn approve(
         // RFC 8707: a token asked for another resource is minted for it, and refused here.
         audience: p.resource.clone().unwrap_or(resource),
     };
-    let code = random_token("code_");
-    lock(&app.oauth.codes).insert(code.clone(), grant);
+    let code = app.oauth.park_code(grant, app.clock.now_ms());
     let sep = if p.redirect_uri.contains('?') { '&' } else { '?' };
     let state = p.state.map(|s| format!("&state={}", urlencode(&s))).unwrap_or_default();
     Redirect::to(&format!("{}{sep}code={code}{state}", p.redirect_uri)).into_response()
@@ -290,10 +317,13 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
     let now = app.clock.now_ms();
     let grant = match req.grant_type.as_str() {
         "authorization_code" => {
-            // A code is used once, whatever happens next.
-            let grant = req.code.as_deref().and_then(|c| lock(&app.oauth.codes).remove(c));
+            let grant = req.code.as_deref().and_then(|c| app.oauth.take_code(c, now));
             let Some(grant) = grant else {
-                return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown or used code");
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_grant",
+                    "unknown, used or expired code",
+                );
             };
             let verifier_ok = req
                 .code_verifier
@@ -324,4 +354,55 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
     };
     let body = app.oauth.issue(&grant, now);
     ([(header::CACHE_CONTROL, "no-store")], Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant() -> Grant {
+        Grant {
+            client_id: "cli_test".into(),
+            redirect_uri: "http://127.0.0.1/cb".into(),
+            challenge: "c".into(),
+            principal: Principal { user_id: "usr_a".into(), client_id: "cli_test".into(), scopes: vec![] },
+            audience: "http://127.0.0.1/mcp".into(),
+        }
+    }
+
+    #[test]
+    fn expired_access_tokens_go_as_new_ones_are_issued() {
+        let oauth = OAuth::default();
+        let later = 2 * ACCESS_TTL_MS;
+        for _ in 0..3000 {
+            oauth.issue(&grant(), 0);
+        }
+        let mut last = serde_json::Value::Null;
+        for _ in 0..3000 {
+            last = oauth.issue(&grant(), later);
+        }
+        let len = lock(&oauth.access).map.len();
+        assert!(len < 6000, "tokens of two hours ago went, {len} left");
+        let token = last["access_token"].as_str().unwrap();
+        assert!(oauth.check(token, "http://127.0.0.1/mcp", later + 1).is_some());
+        assert!(oauth.check(token, "http://127.0.0.1/mcp", later + ACCESS_TTL_MS).is_none());
+    }
+
+    #[test]
+    fn a_code_is_good_once_and_only_for_ten_minutes() {
+        let oauth = OAuth::default();
+        let code = oauth.park_code(grant(), 0);
+        assert!(oauth.take_code(&code, CODE_TTL_MS - 1).is_some());
+        assert!(oauth.take_code(&code, CODE_TTL_MS - 1).is_none(), "used twice");
+        let stale = oauth.park_code(grant(), 0);
+        assert!(oauth.take_code(&stale, CODE_TTL_MS).is_none(), "expired");
+        for _ in 0..3000 {
+            oauth.park_code(grant(), 0);
+        }
+        for _ in 0..3000 {
+            oauth.park_code(grant(), CODE_TTL_MS);
+        }
+        let len = lock(&oauth.codes).map.len();
+        assert!(len < 6000, "unused codes of ten minutes ago went, {len} left");
+    }
 }
