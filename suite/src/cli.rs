@@ -187,7 +187,13 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
         profile.stdio_command = None;
     }
 
-    let report = run_profile(profile, source, opts, Outputs { console, junit, cucumber_json })?;
+    let result = run_profile(profile, source, opts, Outputs { console, junit, cucumber_json });
+    #[cfg(feature = "embedded")]
+    if args.embedded {
+        let passed = matches!(&result, Ok(r) if r.exit_code(args.require_all) == 0);
+        crate::embedded::finish_log(!passed);
+    }
+    let report = result?;
 
     if let Some(path) = &args.report_json {
         let json = serde_json::to_string_pretty(&report)?;

@@ -90,10 +90,11 @@ pub fn start(defects: &[mock_server::Defect]) -> anyhow::Result<(EmbeddedServer,
     Ok((EmbeddedServer { shutdown: Some(tx), thread: Some(thread) }, profile))
 }
 
+static LOG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
 /// The server logs through `tracing`: send everything to a JSON file, as a deployment would.
 /// One subscriber per process, so every embedded server of a self-test shares the file.
 fn install_log() -> anyhow::Result<PathBuf> {
-    static LOG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(path) = LOG.get() {
         return Ok(path.clone());
     }
@@ -110,4 +111,16 @@ fn install_log() -> anyhow::Result<PathBuf> {
         tracing::warn!("a global tracing subscriber was already installed");
     }
     Ok(LOG.get_or_init(|| path).clone())
+}
+
+/// At the end of the command: a run that went wrong keeps the server's log and says where it is
+/// (it holds the server side of every failure); a clean run leaves nothing in the temp dir. The
+/// subscriber keeps writing to the unlinked file, so call this after the last embedded run only.
+pub fn finish_log(keep: bool) {
+    let Some(path) = LOG.get() else { return };
+    if keep {
+        eprintln!("reference server log kept: {}", path.display());
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
 }

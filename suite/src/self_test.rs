@@ -110,6 +110,7 @@ pub fn run<Out: io::Write + 'static>(
         std::fs::write(path, &md).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
     let code = if clean_ok && survivors.is_empty() { 0 } else { 1 };
+    crate::embedded::finish_log(code != 0);
     let error =
         (!survivors.is_empty()).then(|| format!("defects no scenario catches: {}", survivors.join(", ")));
     Ok(Outcome { code, error, report: Some(clean) })

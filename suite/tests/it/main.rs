@@ -1,8 +1,10 @@
 //! The suite's integration tests: the features cover the contract (`coverage`), and the runner
 //! turns broken servers into the right verdicts and exit codes (`runner`, against wiremock), and
-//! the suite over stdio against the built reference server (`stdio`).
+//! the suite over stdio against the built reference server (`stdio`), and `--embedded` as a
+//! process (`embedded`).
 
 mod coverage;
+mod embedded;
 mod fake;
 mod runner;
 mod stdio;

@@ -1,0 +1,35 @@
+//! `--embedded` as users run it: the binary, its exit code, and what it leaves in the temp dir.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// Runs the suite binary; returns its output and the path its embedded server logged to.
+fn run(args: &[&str]) -> (Output, PathBuf) {
+    let child = Command::new(env!("CARGO_BIN_EXE_chataigne-conformance"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the suite binary starts");
+    let log = std::env::temp_dir().join(format!("chataigne-embedded-{}.log", child.id()));
+    (child.wait_with_output().expect("the suite binary ends"), log)
+}
+
+#[test]
+fn a_clean_run_leaves_no_server_log_behind() {
+    let (out, log) = run(&["--embedded", "--tags", "@ENV-2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!log.exists(), "{} left behind", log.display());
+}
+
+#[test]
+fn a_run_that_is_not_clean_keeps_the_server_log_and_says_where() {
+    // One clause run, the others not run: --require-all makes that exit 1.
+    let (out, log) = run(&["--embedded", "--tags", "@ENV-2", "--require-all"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("reference server log kept: {}", log.display())), "{stderr}");
+    let text = std::fs::read_to_string(&log).expect("the log is kept");
+    std::fs::remove_file(&log).expect("the test removes what it checked");
+    assert!(text.contains("request_id"), "the kept log has the server's calls");
+}
