@@ -5,6 +5,8 @@
 //!
 //! `cargo run --release -p mock-server --example axum_echo -- 127.0.0.1:8090`
 
+mod common;
+
 use std::net::SocketAddr;
 
 use axum::Json;
@@ -12,33 +14,15 @@ use axum::Router;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-fn order() -> Value {
-    json!({
-        "id": "ord_c0001", "restaurant_id": "rst_central", "status": "received", "channel": "phone",
-        "customer_name": "Camille Lefebvre",
-        "items": [
-            { "name": "Velouté de châtaigne", "quantity": 2, "unit_price_cents": 850 },
-            { "name": "Tarte fine aux pommes", "quantity": 1, "unit_price_cents": 1200 }
-        ],
-        "total_cents": 2900, "currency": "EUR", "notes": "Sans noix, merci",
-        "created_at": "2026-11-30T20:47:13Z", "updated_at": "2026-11-30T20:47:13Z"
-    })
-}
-
 async fn mcp(Json(request): Json<Value>) -> Json<Value> {
-    let envelope = json!({
-        "data": { "order": order() },
-        "meta": { "request_id": "req_0123456789abcdef0123", "next_cursor": null, "truncated": false, "replayed": false }
-    });
-    Json(json!({
+    let mut answer = json!({
         "jsonrpc": "2.0",
         "id": request.get("id").cloned().unwrap_or(Value::Null),
-        "result": {
-            "content": [{ "type": "text", "text": "Order ord_c0001: received, 2900 cents" }],
-            "structuredContent": envelope,
-            "isError": false
-        }
-    }))
+        "result": { "content": [{ "type": "text", "text": common::SUMMARY }], "isError": false }
+    });
+    // Moved in, not through `json!`, which would deep-copy it.
+    answer["result"]["structuredContent"] = common::envelope();
+    Json(answer)
 }
 
 // The same allocator as chataigne-mock, so the ratio compares the layers, not the allocators.

@@ -6,6 +6,8 @@
 //!
 //! `cargo run --release -p mock-server --example rmcp_echo -- 127.0.0.1:8091`
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -16,23 +18,6 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{Value, json};
-
-fn envelope() -> Value {
-    json!({
-        "data": { "order": {
-            "id": "ord_c0001", "restaurant_id": "rst_central", "status": "received", "channel": "phone",
-            "customer_name": "Camille Lefebvre",
-            "items": [
-                { "name": "Velouté de châtaigne", "quantity": 2, "unit_price_cents": 850 },
-                { "name": "Tarte fine aux pommes", "quantity": 1, "unit_price_cents": 1200 }
-            ],
-            "total_cents": 2900, "currency": "EUR", "notes": "Sans noix, merci",
-            "created_at": "2026-11-30T20:47:13Z", "updated_at": "2026-11-30T20:47:13Z"
-        }},
-        "meta": { "request_id": "req_0123456789abcdef0123", "next_cursor": null, "truncated": false, "replayed": false }
-    })
-}
 
 #[derive(Clone)]
 struct Echo;
@@ -48,9 +33,8 @@ impl ServerHandler for Echo {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // Built per call, as a real handler builds its answer.
-        let mut result =
-            CallToolResult::success(vec![ContentBlock::text("Order ord_c0001: received, 2900 cents")]);
-        result.structured_content = Some(envelope());
+        let mut result = CallToolResult::success(vec![ContentBlock::text(common::SUMMARY)]);
+        result.structured_content = Some(common::envelope());
         Ok(result.into())
     }
 }
