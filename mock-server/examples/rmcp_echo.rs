@@ -15,8 +15,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 #[derive(Clone)]
@@ -46,12 +46,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let addr: SocketAddr = std::env::args().nth(1).as_deref().unwrap_or("127.0.0.1:8091").parse()?;
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
-        .with_sse_keep_alive(None)
-        // chataigne-mock's default (loopback hosts checked against DNS rebinding).
-        .with_allowed_hosts(["localhost", "127.0.0.1", "::1", "[::1]"].map(String::from));
+    // chataigne-mock's transport and its default Host check.
+    let config = mock_server::http::transport_config()
+        .with_allowed_hosts(mock_server::http::LOOPBACK_HOSTS.map(String::from));
     let service = StreamableHttpService::new(|| Ok(Echo), Arc::new(LocalSessionManager::default()), config);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await?;

@@ -23,19 +23,25 @@ use crate::auth::{Principal, bearer};
 use crate::defects::Defect;
 use crate::handler::{Handler, RequestId, new_request_id};
 
-pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
-    let mut config = StreamableHttpServerConfig::default()
+/// Host names always accepted by the DNS-rebinding check (PROTO-5), besides `--allowed-host`s.
+pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
+
+/// rmcp's transport as the reference server runs it: stateless, JSON answers, no SSE keep-alive.
+/// Public so the load baseline (`examples/rmcp_echo.rs`) measures the same configuration.
+pub fn transport_config() -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_cancellation_token(ct)
-        .with_max_request_body_bytes(app.defects.body_limit());
+}
+
+pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
+    let mut config =
+        transport_config().with_cancellation_token(ct).with_max_request_body_bytes(app.defects.body_limit());
     config = match &app.config.allowed_hosts {
         None => config.disable_allowed_hosts(),
         Some(extra) => {
-            let mut hosts: Vec<String> =
-                vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()];
-            hosts.extend(extra.iter().cloned());
+            let hosts = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(extra.iter().cloned());
             config.with_allowed_hosts(hosts)
         }
     };
