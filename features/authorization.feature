@@ -143,7 +143,7 @@ Feature: Authentication and authorization
     When they get the busy restaurant
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
     When they list the organizations
-    Then the page holds 0 organizations
+    Then they are shown no organizations
 
   @AUTH-7 @needs-control-memberships
   Scenario: A membership revoked now is refused at once
@@ -162,24 +162,37 @@ Feature: Authentication and authorization
     Then the answer is the JSON-RPC error -32602
 
   @AUTH-8
+  Scenario: A call that fails the schema and the role changes nothing
+    Given the persona "viewer"
+    When they ask to move an order of the busy restaurant from "received" to "accepted" without saying what they saw
+    Then the call fails with "MCP_INVALID_ARGUMENTS" or "MCP_RESOURCE_FORBIDDEN"
+    And the order is still "received"
+
+  @AUTH-8
+  Scenario: A call that fails the scope and the membership reveals nothing
+    Given the persona "noscope"
+    When they get the foreign restaurant
+    Then the call fails with "MCP_SCOPE_REQUIRED" or "MCP_RESOURCE_FORBIDDEN"
+
+  @AUTH-8 @ext-check-order
   Scenario: The input schema is checked before the scope
     Given the persona "noscope"
     When they list the orders of the busy restaurant with limit 0
     Then the call fails with "MCP_INVALID_ARGUMENTS"
 
-  @AUTH-8
+  @AUTH-8 @ext-check-order
   Scenario: The scope is checked before the membership
     Given the persona "noscope"
     When they get the foreign restaurant
     Then the call fails with "MCP_SCOPE_REQUIRED"
 
-  @AUTH-8
+  @AUTH-8 @ext-check-order
   Scenario: The input schema is checked before the membership
     Given the persona "outsider"
     When they list the orders of the busy restaurant with limit 0
     Then the call fails with "MCP_INVALID_ARGUMENTS"
 
-  @AUTH-8
+  @AUTH-8 @ext-check-order
   Scenario: The membership is checked before the role
     Given the persona "staff"
     When they ask to set the foreign restaurant to "paused"

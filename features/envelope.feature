@@ -20,6 +20,11 @@ Feature: The response envelope
     And the structured content holds data and meta with request_id, truncated and replayed
     And the result has one text block a person can read
 
+  @ENV-7
+  Scenario: Every read tool answers with the contract's data shape
+    When they call every read tool once with valid arguments
+    Then every success seen has the contract's data shape
+
   @ENV-2
   Scenario: Every call gets its own well-formed request_id
     When they get the busy restaurant

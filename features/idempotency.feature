@@ -146,7 +146,7 @@ Feature: Idempotency
     Then the call succeeds
     And the answer is not a replay
 
-  @IDEM-7 @needs-control-faults
+  @IDEM-7 @needs-control-faults @ext-failures-not-stored
   Scenario: A call that failed while running leaves its key free
     Given a fresh server state
     And the server fails the next calls of "create_instruction" with a "internal" error

@@ -24,10 +24,14 @@ Feature: Limits
     Examples:
       | what              | metrics                                                                                                                                                   | from       | to         |
       | 9 metrics         | orders_count,revenue_cents,average_order_cents,completed_orders,conversations_count,messages_received,messages_sent,median_first_response_s,new_customers | 2026-11-01 | 2026-11-30 |
-      | a duplicate       | orders_count,orders_count                                                                                                                                 | 2026-11-01 | 2026-11-30 |
       | no metric         |                                                                                                                                                           | 2026-11-01 | 2026-11-30 |
       | 367 days          | orders_count                                                                                                                                              | 2025-11-30 | 2026-12-01 |
       | an end before the start | orders_count                                                                                                                                        | 2026-11-30 | 2026-11-29 |
+
+  @LIM-1 @ext-analytics-distinct-metrics
+  Scenario: Analytics refuse a metric asked twice
+    When they ask the analytics of the busy restaurant for the metrics "orders_count,orders_count" from "2026-11-01" to "2026-11-30"
+    Then the call fails with "MCP_INVALID_ARGUMENTS"
 
   @LIM-5 @ENV-3
   Scenario: A page of orders too big for 128 KiB is truncated, and the cursor loses nothing

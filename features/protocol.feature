@@ -10,14 +10,14 @@ Feature: Transport and protocol
     Then the library session uses a protocol version the contract serves
     And the library lists the tools of the contract
 
-  @PROTO-1
+  @PROTO-1 @ext-stateless-revision
   Scenario: A client of the stateless protocol 2026-07-28 discovers the server and lists the tools
     Given the persona "owner"
     When an MCP client library connects with their token using protocol version "2026-07-28" and lists the tools
     Then the library session uses protocol version "2026-07-28"
     And the library lists the tools of the contract
 
-  @PROTO-1
+  @PROTO-1 @ext-protocol-versions
   Scenario Outline: The server agrees on protocol version <version> when a client asks for it
     Given the persona "owner"
     When they initialize with protocol version "<version>"
@@ -65,7 +65,12 @@ Feature: Transport and protocol
     Given the persona "owner"
     When they list the tools
     Then every tool has a description, an input schema and an output schema
-    And every input schema is a closed JSON Schema 2020-12 object
+
+  @PROTO-3 @ext-closed-schemas
+  Scenario: tools/list closes every input schema and annotates every tool
+    Given the persona "owner"
+    When they list the tools
+    Then every input schema is a closed JSON Schema 2020-12 object
     And every read tool is annotated read-only
     And every write tool is annotated neither read-only nor destructive
     And every idempotency-keyed write tool is annotated idempotent

@@ -23,7 +23,8 @@ pub const CLAUSES: &[Clause] = &[
     c("ENV-3", "text summary at most 4 KiB, structured output at most 128 KiB", false),
     c("ENV-4", "error envelope with isError and matching request_ids", false),
     c("ENV-5", "fixed category and retryable flag per code", false),
-    c("ENV-6", "error messages echo no argument, text, query, key or token", false),
+    c("ENV-6", "error messages echo no argument, text, query, key or token", true),
+    c("ENV-7", "each tool's data has the contract's shape (data.order, data.orders, …)", true),
     c("PAG-1", "20 items by default", false),
     c("PAG-2", "limit 1..=50, anything else refused", true),
     c("PAG-3", "next_cursor present iff more items follow", false),
@@ -33,7 +34,7 @@ pub const CLAUSES: &[Clause] = &[
     c("PAG-7", "a cursor carries no authority", false),
     c("PAG-8", "conversation detail pages messages by at most 100", false),
     c("LIM-1", "analytics: 1..=8 distinct metrics over at most 366 days", false),
-    c("LIM-2", "rate limit per client, user and tool", true),
+    c("LIM-2", "rate limit per client, user and tool", false),
     c("LIM-3", "other pairs and tools are not slowed by a limited pair", false),
     c("LIM-4", "deadlines: read timeout, write outcome unknown", false),
     c("LIM-5", "an oversized page is truncated with a continuing cursor", false),
@@ -65,6 +66,50 @@ pub const CLAUSES: &[Clause] = &[
     c("SEC-2", "internal errors leak no detail", false),
 ];
 
+/// Readings the seed leaves open where this project or the reference server picked one. A scenario
+/// that checks one is tagged `@ext-<slug>`; a step that checks one in passing records an *ext
+/// difference* under its slug. Either way it counts at the full level only, never against a seed
+/// clause at the seed level.
+pub const CHOICES: &[(&str, &str)] = &[
+    ("lifecycle-one-step", "orders move one lifecycle step at a time: skipping forward is refused too"),
+    (
+        "check-order",
+        "AUTH-8's full order (schema → scope → membership → role); the seed only puts every check before business logic",
+    ),
+    (
+        "error-codes",
+        "the project's codes where the seed names none (MCP_INVALID_ARGUMENTS, MCP_RATE_LIMITED, …)",
+    ),
+    ("identical-errors", "refusals of absent and foreign resources are equal in every field but request_id"),
+    ("empty-when-no-membership", "a user without memberships gets empty lists, not MCP_RESOURCE_FORBIDDEN"),
+    (
+        "failed-calls-count",
+        "refused calls count against the rate limit, and the limit is checked before the role",
+    ),
+    (
+        "rate-window",
+        "the rate window opens with a pair's first call and lasts 60 s: call 1001 (501) within it is refused",
+    ),
+    ("retry-after", "rate-limited errors carry retry_after_ms"),
+    ("message-page-default", "get_conversation returns 50 messages unless message_limit says otherwise"),
+    ("keyset-walk", "items created during a walk never cause a duplicate or a skip (keyset pagination)"),
+    ("stateless-revision", "protocol revision 2026-07-28 is served (server/discover, no handshake)"),
+    ("closed-schemas", "input schemas are closed (additionalProperties: false) and tools carry annotations"),
+    (
+        "protocol-versions",
+        "protocol versions 2025-06-18 and 2025-11-25 are both served when a client asks for them",
+    ),
+    ("analytics-distinct-metrics", "a metric asked twice is refused (the seed only bounds the count at 8)"),
+    (
+        "failures-not-stored",
+        "a keyed call that failed while running leaves its key free (only successes are stored)",
+    ),
+];
+
+pub fn find_choice(slug: &str) -> Option<&'static str> {
+    CHOICES.iter().find(|(s, _)| *s == slug).map(|(_, text)| *text)
+}
+
 pub fn find(id: &str) -> Option<&'static Clause> {
     CLAUSES.iter().find(|c| c.id == id)
 }
@@ -84,5 +129,26 @@ mod tests {
         in_doc.dedup();
         let listed: Vec<&str> = super::CLAUSES.iter().map(|c| c.id).collect();
         assert_eq!(in_doc, listed);
+    }
+
+    /// CONTRACT.md states every clause's level and every reference choice, as the suite has them.
+    #[test]
+    fn levels_and_choices_match_contract_md() {
+        let text = include_str!("../../docs/CONTRACT.md");
+        let list = |prefix: &str| -> Vec<String> {
+            let line = text.lines().find_map(|l| l.strip_prefix(prefix)).expect("a level line");
+            line.split(", ").map(str::to_owned).collect()
+        };
+        let ids = |ext: bool| -> Vec<String> {
+            super::CLAUSES.iter().filter(|c| c.ext == ext).map(|c| c.id.to_owned()).collect()
+        };
+        assert_eq!(list("- seed: "), ids(false));
+        assert_eq!(list("- ext: "), ids(true));
+        for (slug, what) in super::CHOICES {
+            assert!(text.contains(&format!("- `{slug}`: {what}")), "CONTRACT.md lacks the choice {slug}");
+        }
+        for clause in super::CLAUSES.iter().filter(|c| c.ext) {
+            assert!(text.contains(&format!("- {} **ext**", clause.id)), "{} is not marked ext", clause.id);
+        }
     }
 }

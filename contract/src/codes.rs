@@ -115,6 +115,20 @@ codes! {
         "An unexpected error occurred; retry once and report the request_id";
 }
 
+impl ErrorCode {
+    /// Codes this project added (§9 **ext**): the seed names no code for these situations, so a
+    /// server may refuse them with a code of its own in the same category.
+    pub fn is_ext(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::InvalidArguments
+                | ErrorCode::AuthenticationRequired
+                | ErrorCode::RateLimited
+                | ErrorCode::DependencyUnavailable
+        )
+    }
+}
+
 impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

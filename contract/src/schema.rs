@@ -20,6 +20,24 @@ impl Validator {
         self.0.is_valid(instance)
     }
 
+    /// Like [`Self::failures`], but a missing property is named (`/order/status missing`): for
+    /// shape checks, where the path the contract expects is the point. Still no values.
+    pub fn shape_failures(&self, instance: &Value) -> Vec<String> {
+        self.0
+            .iter_errors(instance)
+            .take(5)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if let jsonschema::error::ValidationErrorKind::Required { property } = e.kind() {
+                    return format!("{at}/{} missing", property.as_str().unwrap_or("?"));
+                }
+                let kw = e.schema_path().to_string();
+                let kw = kw.rsplit('/').next().unwrap_or_default().to_owned();
+                format!("{} fails `{}`", if at.is_empty() { "/" } else { &at }, kw)
+            })
+            .collect()
+    }
+
     /// Where the instance fails, as JSON pointers and the failing keyword, without values:
     /// safe to put in an error message or a report.
     pub fn failures(&self, instance: &Value) -> Vec<String> {

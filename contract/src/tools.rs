@@ -346,6 +346,25 @@ impl ToolName {
         }
     }
 
+    /// The shape of a success's `data` (ENV-7): the contract's data schema with every object
+    /// left open, so a server may add fields but not move or drop the ones the contract names.
+    pub fn data_shape(self) -> Value {
+        fn open(v: &mut Value) {
+            match v {
+                Value::Object(map) => {
+                    map.remove("additionalProperties");
+                    map.values_mut().for_each(open);
+                }
+                Value::Array(items) => items.iter_mut().for_each(open),
+                _ => {}
+            }
+        }
+        let mut schema = self.data_schema();
+        open(&mut schema);
+        schema["$schema"] = json!(SCHEMA_DIALECT);
+        schema
+    }
+
     /// The output schema: the union of this tool's success envelope and the error envelope
     /// (PROTO-4).
     pub fn output_schema(self) -> Value {

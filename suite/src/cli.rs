@@ -79,9 +79,15 @@ pub struct RunArgs {
     /// Run against the reference server, started in-process
     #[arg(long, conflicts_with = "profile")]
     pub embedded: bool,
-    /// Fail unless every clause of the contract passed (skipped and not run count as failures)
+    /// Fail unless every clause the level requires passed (skipped and not run count as
+    /// failures)
     #[arg(long)]
     pub require_all: bool,
+    /// What the exit status certifies: `seed`, what the seed contract requires (a server making
+    /// another choice the seed allows passes), or `full`, also this project's extensions and
+    /// the reference server's choices [default: the profile's `level`, else seed]
+    #[arg(long, value_enum)]
+    pub level: Option<crate::report::Level>,
     /// The folder of .feature files [default: ./features if present, else the built-in copies]
     #[arg(long, value_name = "DIR")]
     pub features: Option<PathBuf>,
@@ -185,6 +191,9 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     if let Some(endpoint) = &args.endpoint {
         profile.endpoint = Some(endpoint.clone());
         profile.stdio_command = None;
+    }
+    if let Some(level) = args.level {
+        profile.level = level;
     }
 
     let result = run_profile(profile, source, opts, Outputs { console, junit, cucumber_json });

@@ -86,6 +86,7 @@ pub fn start(defects: &[mock_server::Defect]) -> anyhow::Result<(EmbeddedServer,
         server_log: Some(log_path),
         dataset: None,
         timeout_ms: DEFAULT_TIMEOUT_MS,
+        level: Default::default(),
     };
     Ok((EmbeddedServer { shutdown: Some(tx), thread: Some(thread) }, profile))
 }

@@ -19,6 +19,7 @@ pub mod profile;
 pub mod report;
 pub mod runner;
 pub mod self_test;
+pub mod shape;
 pub mod stdio;
 pub mod steps;
 pub mod world;

@@ -34,6 +34,10 @@ pub struct Profile {
     pub dataset: Option<PathBuf>,
     #[serde(default = "default_timeout")]
     pub timeout_ms: u64,
+    /// What the exit status certifies: `seed` (default) or `full` (also this project's
+    /// extensions and the reference server's choices).
+    #[serde(default)]
+    pub level: crate::report::Level,
 }
 
 fn default_timeout() -> u64 {

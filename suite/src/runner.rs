@@ -90,10 +90,20 @@ where
             {
                 let mut log = log.borrow_mut();
                 let key = scenario_key(feature, scenario);
-                log.scenarios.insert(key, ScenarioExtras { request_ids: world.request_ids() });
+                let ext_differences =
+                    world.ext_differences.iter().map(|(choice, what)| format!("{choice}: {what}")).collect();
+                log.scenarios
+                    .insert(key, ScenarioExtras { request_ids: world.request_ids(), ext_differences });
                 for (_, v) in &world.schema_violations {
                     log.findings.push(Finding {
                         clause: "PROTO-4".to_owned(),
+                        detail: format!("{}: {v}", scenario.name),
+                    });
+                }
+                // One ENV-7 finding per scenario is enough to name the path.
+                if let Some(v) = world.shape_violations.first() {
+                    log.findings.push(Finding {
+                        clause: "ENV-7".to_owned(),
                         detail: format!("{}: {v}", scenario.name),
                     });
                 }
@@ -119,7 +129,12 @@ where
     let scenarios = collector.borrow().results(&log.borrow());
     let parse_errors = collector.borrow().parse_errors.clone();
     let findings = log.borrow().findings.clone();
-    let header = ReportHeader { endpoint: ctx.endpoint.clone(), features: source.describe(), capabilities };
+    let header = ReportHeader {
+        endpoint: ctx.endpoint.clone(),
+        features: source.describe(),
+        capabilities,
+        level: ctx.profile.level,
+    };
     let report = Report::build(&scenarios, &findings, header, parse_errors);
     writer.write(crate::report::console_matrix(&report)).await;
     report

@@ -35,7 +35,9 @@ pub fn run<Out: io::Write + 'static>(
     }
     let source = FeatureSource::choose(features);
     let run_with = |defects: &[mock_server::Defect], tags: Option<&str>| -> anyhow::Result<Report> {
-        let (_server, profile) = crate::embedded::start(defects)?;
+        let (_server, mut profile) = crate::embedded::start(defects)?;
+        // The reference server makes every reference choice: it is held to the full level.
+        profile.level = crate::report::Level::Full;
         let mut argv = vec!["self-test", "--color", "never"];
         if let Some(tags) = tags {
             argv.extend(["--tags", tags]);
@@ -65,35 +67,46 @@ pub fn run<Out: io::Write + 'static>(
         if clean_ok { "every clause passed" } else { "NOT every clause passed" }
     );
     md.push_str(
-        "| defect | clause | what it breaks | caught | by | clauses failed |\n|---|---|---|---|---|---|\n",
+        "| defect | clause | what it breaks | caught | level | by | clauses failed |\n|---|---|---|---|---|---|---|\n",
     );
     let mut survivors = Vec::new();
     for defect in mock_server::Defect::ALL {
         // Without --full only the defect's own clause runs: quick, and enough to prove the kill.
         let tags = (!full).then(|| format!("@{}", defect.clause()));
         let report = run_with(&[*defect], tags.as_deref())?;
-        let failed: Vec<&str> =
-            report.clauses.iter().filter(|c| c.status == Status::Failed).map(|c| c.id.as_str()).collect();
+        let failed: Vec<&str> = report
+            .clauses
+            .iter()
+            .filter(|c| c.full_status == Status::Failed)
+            .map(|c| c.id.as_str())
+            .collect();
         let clause = report.clauses.iter().find(|c| c.id == defect.clause());
-        let killed = clause.is_some_and(|c| c.status == Status::Failed);
-        let by = clause.and_then(|c| c.reason.clone()).unwrap_or_default();
+        let killed = clause.is_some_and(|c| c.full_status == Status::Failed);
+        // Caught at the seed level too, or only by a check of this project's choices.
+        let level = match clause {
+            Some(c) if c.status == Status::Failed && !c.ext() => "seed",
+            _ => "full",
+        };
+        let by = clause.and_then(|c| c.full_reason.clone().or_else(|| c.reason.clone())).unwrap_or_default();
         let by = crate::client::cut(by.lines().next().unwrap_or_default(), 140).replace('|', "\\|");
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             defect.name(),
             defect.clause(),
             defect.description(),
             if killed { "✅" } else { "❌ survived" },
+            if killed { level } else { "" },
             if killed { by.as_str() } else { "" },
             failed.join(", ")
         );
         let _ = writeln!(
             console,
-            "{:<30} {:<8} {:<9} failed: {}",
+            "{:<30} {:<8} {:<9} {:<5} failed: {}",
             defect.name(),
             defect.clause(),
             if killed { "caught" } else { "SURVIVED" },
+            if killed { level } else { "" },
             failed.join(" ")
         );
         if !killed {

@@ -31,6 +31,8 @@ pub struct ConformanceWorld {
     /// Output-schema violations found automatically after each tools/call (PROTO-4), with the
     /// index of their exchange in `history`.
     pub schema_violations: Vec<(usize, String)>,
+    /// Successes whose `data` has another shape than the contract's (ENV-7).
+    pub shape_violations: Vec<String>,
     /// The last list call, so "the next page" can repeat it with its cursor.
     pub list: Option<ListCall>,
     /// The pages of the last walk.
@@ -47,6 +49,10 @@ pub struct ConformanceWorld {
     pub saved: HashMap<String, String>,
     /// The last JSON document fetched outside MCP (e.g. the protected resource metadata).
     pub document: Option<Value>,
+    /// Differences from a reference choice (`contract::clauses::CHOICES`) that steps noticed
+    /// while the seed-level check passed: (choice slug, what differed). They fail the scenario
+    /// at the full level only.
+    pub ext_differences: Vec<(String, String)>,
 }
 
 /// One call of a batch run at once (`ConformanceWorld::concurrently`).
@@ -119,6 +125,11 @@ impl fmt::Debug for ConformanceWorld {
             .finish_non_exhaustive()
     }
 }
+
+/// How a failure message starts when a step cannot read the state it needs because the answer's
+/// `data` has another shape than the contract's: the report files the scenario's clauses as
+/// blocked by ENV-7 instead of failed (ENV-7 itself fails on the shape).
+pub const BLOCKED_BY_SHAPE: &str = "blocked by ENV-7";
 
 /// How every canary starts: what the suite itself wrote carries it.
 pub const CANARY_PREFIX: &str = "cnry";
@@ -309,6 +320,13 @@ impl ConformanceWorld {
         if let Some(violation) = self.check_output_schema(&ex) {
             self.schema_violations.push((self.history.len(), violation));
         }
+        if let (Some(tool), Some(data)) = (ex.tool.as_deref(), ex.structured().and_then(|s| s.get("data")))
+            && !ex.is_error()
+            && let Some(violation) = crate::shape::check(tool, data)
+        {
+            let rid = ex.request_id().unwrap_or("no request_id");
+            self.shape_violations.push(format!("{violation} ({rid})"));
+        }
         self.history.push(ex);
         self.history.last().expect("just pushed")
     }
@@ -395,6 +413,30 @@ impl ConformanceWorld {
                     .fail("an error envelope {data: {error}, meta}", format!("a malformed envelope: {e}")))
             }
         }
+    }
+
+    /// Note that the server made another choice than the reference where the seed allows it:
+    /// the scenario still passes at the seed level, and fails at the full level with `what`.
+    pub fn ext_difference(&mut self, choice: &str, what: impl Display) {
+        debug_assert!(chataigne_contract::clauses::find_choice(choice).is_some(), "unknown choice {choice}");
+        let rid = self.history.last().and_then(|e| e.request_id()).unwrap_or("no request_id");
+        self.ext_differences.push((choice.to_owned(), format!("{what} ({rid})")));
+    }
+
+    /// The value at `pointer` (e.g. `/order/status`) of a success's `data`; when absent, an error
+    /// that blocks the scenario's clauses on ENV-7 rather than failing them.
+    pub fn field<'a>(&self, data: &'a Value, pointer: &str) -> anyhow::Result<&'a Value> {
+        data.pointer(pointer).ok_or_else(|| self.blocked(pointer))
+    }
+
+    /// The error of [`Self::field`]: names the path the contract's shape has.
+    pub fn blocked(&self, pointer: &str) -> anyhow::Error {
+        let path = format!("data{}", pointer.replace('/', "."));
+        let tool = self.history.last().and_then(|e| e.tool.clone()).unwrap_or_else(|| "tool".to_owned());
+        let exchange = self.history.last().map(Exchange::describe).unwrap_or_default();
+        anyhow!(
+            "{BLOCKED_BY_SHAPE}: the {tool} answer has no `{path}` (the contract's data shape, see ENV-7)\n{exchange}"
+        )
     }
 
     /// `the busy restaurant` → its dataset ID; `"ord_x"` → `ord_x` (with `CANARY` replaced).

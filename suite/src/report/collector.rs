@@ -35,6 +35,7 @@ pub struct RunLog {
 #[derive(Debug, Default, Clone)]
 pub struct ScenarioExtras {
     pub request_ids: Vec<String>,
+    pub ext_differences: Vec<String>,
 }
 
 /// Scenario events → results.
@@ -58,6 +59,7 @@ impl Collector {
             let key = (s.feature.clone(), s.line, s.name.clone());
             if let Some(extras) = log.scenarios.get(&key) {
                 s.request_ids = extras.request_ids.clone();
+                s.ext_differences = extras.ext_differences.clone();
             }
         }
         out
@@ -106,6 +108,12 @@ impl Collector {
                     skip_reason: None,
                     failed_step: None,
                     message: None,
+                    ext_choices: tags
+                        .iter()
+                        .filter_map(|t| t.strip_prefix("ext-"))
+                        .map(str::to_owned)
+                        .collect(),
+                    ext_differences: Vec::new(),
                     request_ids: Vec::new(),
                     tags,
                 };
@@ -114,9 +122,15 @@ impl Collector {
             event::Scenario::Step(step, event::Step::Failed(_, _, _, err))
             | event::Scenario::Background(step, event::Step::Failed(_, _, _, err)) => {
                 if let Some(r) = self.running.get_mut(&key) {
-                    r.status = Status::Failed;
+                    let message = step_error(err);
+                    // A step that could not read what it needs from another data shape blocks
+                    // the scenario's clauses on ENV-7 instead of failing them.
+                    let blocked = message.starts_with(crate::world::BLOCKED_BY_SHAPE);
+                    if r.status != Status::Failed {
+                        r.status = if blocked { Status::Blocked } else { Status::Failed };
+                    }
                     r.failed_step.get_or_insert_with(|| format!("{}{}", step.keyword, step.value));
-                    r.message.get_or_insert_with(|| step_error(err));
+                    r.message.get_or_insert(message);
                 }
             }
             event::Scenario::Step(_, event::Step::Skipped)
@@ -201,6 +215,29 @@ impl<Out: io::Write> Reporter<Out> {
     }
 }
 
+impl<Out: io::Write> Reporter<Out> {
+    /// The line printed when a feature ends: its scenarios by status.
+    fn progress(&self, ev: &parser::Result<Event<Cucumber<ConformanceWorld>>>) -> Option<String> {
+        let Ok(ev) = ev else { return None };
+        let Cucumber::Feature(feature, Feature::Finished) = &ev.value else { return None };
+        let path =
+            feature.path.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| feature.name.clone());
+        let collector = self.collector.borrow();
+        let mine: Vec<&ScenarioResult> = collector.done.iter().filter(|r| r.feature == path).collect();
+        let count = |s: Status| mine.iter().filter(|r| r.status == s).count();
+        let name = path.rsplit('/').next().unwrap_or(&path).trim_end_matches(".feature");
+        let mut parts = vec![format!("{} passed", count(Status::Passed))];
+        for (s, label) in
+            [(Status::Failed, "failed"), (Status::Blocked, "blocked"), (Status::Skipped, "skipped")]
+        {
+            if count(s) > 0 {
+                parts.push(format!("{} {label}", count(s)));
+            }
+        }
+        Some(format!("  {name:<20} {:>3} scenarios: {}", mine.len(), parts.join(", ")))
+    }
+}
+
 impl<Out: io::Write> Writer<ConformanceWorld> for Reporter<Out> {
     type Cli = writer::basic::Cli;
 
@@ -212,7 +249,15 @@ impl<Out: io::Write> Writer<ConformanceWorld> for Reporter<Out> {
         if let Some(json) = &mut self.json {
             json.handle_event(ev.clone(), &cucumber::cli::Empty).await;
         }
-        self.console.handle_event(ev, cli).await;
+        // Quiet by default: one progress line per feature (the matrix and the failures follow
+        // at the end). `-v` shows cucumber's step-by-step output, `-vv` also the World.
+        if cli.verbose > 0 {
+            let mut cli = *cli;
+            cli.verbose -= 1;
+            self.console.handle_event(ev, &cli).await;
+        } else if let Some(line) = self.progress(&ev) {
+            writer::Arbitrary::<ConformanceWorld, String>::write(&mut self.console, line).await;
+        }
     }
 }
 

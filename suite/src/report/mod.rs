@@ -2,8 +2,14 @@
 //! / not run, with the scenarios and request_ids behind each verdict; and its renderings.
 //!
 //! Rules: a clause passes only if every scenario tagged with it passed and no automatic check
-//! found against it; one failed scenario fails it; otherwise a skipped scenario makes it
-//! skipped; a clause no scenario of the run checks is "not run".
+//! found against it; one failed scenario fails it; otherwise a blocked scenario (another data
+//! shape, ENV-7) blocks it, and a skipped one makes it skipped; a clause no scenario of the run
+//! checks is "not run".
+//!
+//! Every clause has two verdicts. The seed verdict leaves out scenarios tagged `@ext-<choice>`
+//! (they check a reference choice) and the ext differences steps noticed; the full verdict counts
+//! both. An ext clause has one verdict, required only at the full level. The run's level decides
+//! which clauses the exit status requires.
 
 mod collector;
 mod render;
@@ -12,13 +18,16 @@ use chataigne_contract::clauses::CLAUSES;
 use serde::Serialize;
 
 pub use collector::{Collector, Reporter, RunLog, ScenarioExtras, ScenarioKey, scenario_key};
-pub use render::{console_matrix, markdown};
+pub use render::{LEVELS, console_matrix, markdown, verdict_lines};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Passed,
     Failed,
+    /// The clause could not be checked: a step could not read the state it needs because the
+    /// server's answers have another data shape (ENV-7). Neither a pass nor a failure of it.
+    Blocked,
     Skipped,
     NotRun,
 }
@@ -28,8 +37,29 @@ impl Status {
         match self {
             Status::Passed => "passed",
             Status::Failed => "failed",
+            Status::Blocked => "blocked",
             Status::Skipped => "skipped",
             Status::NotRun => "not run",
+        }
+    }
+}
+
+/// What a run certifies. `Seed`: what the seed contract requires; a server that makes another
+/// choice the seed allows passes. `Full`: also this project's extensions and the reference
+/// server's choices (the reference server passes it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    #[default]
+    Seed,
+    Full,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Seed => "seed",
+            Level::Full => "full",
         }
     }
 }
@@ -40,33 +70,68 @@ pub struct Report {
     pub endpoint: String,
     pub features: String,
     pub capabilities: crate::context::Capabilities,
+    /// The level the exit status certifies.
+    pub level: Level,
     pub summary: Summary,
     pub clauses: Vec<ClauseResult>,
     /// Feature files that did not parse.
     pub parse_errors: Vec<String>,
 }
 
+/// Counts over the clauses the run's level requires (seed clauses at the seed level, every
+/// clause at the full level).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
+    pub certified: bool,
+    pub required: usize,
     pub passed: usize,
     pub failed: usize,
+    pub blocked: usize,
     pub skipped: usize,
     pub not_run: usize,
+    /// Clauses that pass at the seed level but not at the full level, and ext clauses that
+    /// failed: differences from this project's choices, not counted at the seed level.
+    pub ext_differences: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ClauseResult {
     pub id: String,
     pub title: String,
-    /// A reference-server extension of the seed contract.
-    pub ext: bool,
+    /// A clause of this project's (`ext`), or of the seed contract (`seed`).
+    pub level: &'static str,
+    /// The verdict at the seed level: only what the seed requires (for an ext clause, the same
+    /// as `full_status`).
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The verdict with this project's extensions and the reference server's choices.
+    pub full_status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_reason: Option<String>,
     pub scenarios: Vec<ScenarioResult>,
     /// Failures found by automatic checks (e.g. every output validated, PROTO-4).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+}
+
+impl ClauseResult {
+    pub fn ext(&self) -> bool {
+        self.level == "ext"
+    }
+
+    /// The verdict at `level`.
+    pub fn at(&self, level: Level) -> Status {
+        match level {
+            Level::Seed => self.status,
+            Level::Full => self.full_status,
+        }
+    }
+
+    /// Whether `level` requires this clause.
+    pub fn required_at(&self, level: Level) -> bool {
+        level == Level::Full || !self.ext()
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -81,9 +146,32 @@ pub struct ScenarioResult {
     pub failed_step: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The reference choices this scenario checks as a whole (`@ext-<choice>` tags): it counts
+    /// at the full level only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ext_choices: Vec<String>,
+    /// Reference choices the server did not make, noticed by steps whose seed-level check
+    /// passed: `<choice>: <what differed>`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ext_differences: Vec<String>,
     pub request_ids: Vec<String>,
     #[serde(skip)]
     pub tags: Vec<String>,
+}
+
+impl ScenarioResult {
+    /// Its status at `level`: at the full level a difference from a reference choice fails it.
+    pub fn at(&self, level: Level) -> Status {
+        if level == Level::Full && self.status == Status::Passed && !self.ext_differences.is_empty() {
+            Status::Failed
+        } else {
+            self.status
+        }
+    }
+
+    fn counts_at(&self, level: Level) -> bool {
+        level == Level::Full || self.ext_choices.is_empty()
+    }
 }
 
 /// A finding against a clause outside the scenarios tagged with it.
@@ -108,42 +196,76 @@ impl Report {
                     scenarios.iter().filter(|s| s.tags.iter().any(|t| t == clause.id)).cloned().collect();
                 let found: Vec<String> =
                     findings.iter().filter(|f| f.clause == clause.id).map(|f| f.detail.clone()).collect();
-                let (status, reason) = verdict(&tagged, &found);
+                let (full_status, full_reason) = verdict(&tagged, &found, Level::Full);
+                let (status, reason) = if clause.ext {
+                    (full_status, full_reason.clone())
+                } else {
+                    verdict(&tagged, &found, Level::Seed)
+                };
+                let full_reason =
+                    (full_status != status || full_reason != reason).then_some(full_reason).flatten();
                 ClauseResult {
                     id: clause.id.to_owned(),
                     title: clause.title.to_owned(),
-                    ext: clause.ext,
+                    level: if clause.ext { "ext" } else { "seed" },
                     status,
                     reason,
+                    full_status,
+                    full_reason,
                     scenarios: tagged,
                     findings: found,
                 }
             })
             .collect();
-        let count = |s: Status| clauses.iter().filter(|c| c.status == s).count();
-        let summary = Summary {
-            passed: count(Status::Passed),
-            failed: count(Status::Failed),
-            skipped: count(Status::Skipped),
-            not_run: count(Status::NotRun),
-        };
+        let level = header.level;
+        let summary = summarize(&clauses, level, parse_errors.is_empty());
         Report {
             suite_version: env!("CARGO_PKG_VERSION").to_owned(),
             endpoint: header.endpoint,
             features: header.features,
             capabilities: header.capabilities,
+            level,
             summary,
             clauses,
             parse_errors,
         }
     }
 
-    /// 0: every required clause passed; 1: a clause failed, or (with `require_all`) was skipped
-    /// or not run, or a feature did not parse.
+    /// 0: certified at the run's level (no required clause failed or blocked); 1: not, or
+    /// (with `require_all`) a required clause was skipped or not run, or a feature did not
+    /// parse.
     pub fn exit_code(&self, require_all: bool) -> u8 {
-        let failed = self.summary.failed > 0 || !self.parse_errors.is_empty();
         let incomplete = self.summary.skipped + self.summary.not_run > 0;
-        if failed || (require_all && incomplete) { 1 } else { 0 }
+        if !self.summary.certified || (require_all && incomplete) { 1 } else { 0 }
+    }
+
+    /// The clauses the run's level requires.
+    pub fn required(&self) -> impl Iterator<Item = &ClauseResult> {
+        self.clauses.iter().filter(|c| c.required_at(self.level))
+    }
+}
+
+fn summarize(clauses: &[ClauseResult], level: Level, parsed: bool) -> Summary {
+    let required: Vec<&ClauseResult> = clauses.iter().filter(|c| c.required_at(level)).collect();
+    let count = |s: Status| required.iter().filter(|c| c.at(level) == s).count();
+    let ext_differences = clauses
+        .iter()
+        .filter(|c| {
+            let differs = c.full_status == Status::Failed || c.full_status == Status::Blocked;
+            differs && (level == Level::Seed) && (c.ext() || c.status != c.full_status)
+        })
+        .map(|c| c.id.clone())
+        .collect();
+    let (failed, blocked) = (count(Status::Failed), count(Status::Blocked));
+    Summary {
+        certified: parsed && failed == 0 && blocked == 0,
+        required: required.len(),
+        passed: count(Status::Passed),
+        failed,
+        blocked,
+        skipped: count(Status::Skipped),
+        not_run: count(Status::NotRun),
+        ext_differences,
     }
 }
 
@@ -152,32 +274,49 @@ pub struct ReportHeader {
     pub endpoint: String,
     pub features: String,
     pub capabilities: crate::context::Capabilities,
+    pub level: Level,
 }
 
-fn verdict(scenarios: &[ScenarioResult], findings: &[String]) -> (Status, Option<String>) {
-    let failed: Vec<&ScenarioResult> = scenarios.iter().filter(|s| s.status == Status::Failed).collect();
+fn verdict(scenarios: &[ScenarioResult], findings: &[String], level: Level) -> (Status, Option<String>) {
+    let counted: Vec<&ScenarioResult> = scenarios.iter().filter(|s| s.counts_at(level)).collect();
+    let failed: Vec<&&ScenarioResult> = counted.iter().filter(|s| s.at(level) == Status::Failed).collect();
     if let Some(first) = failed.first() {
-        let step = first.failed_step.as_deref().unwrap_or("a hook");
         let more = if failed.len() > 1 { format!(" (and {} more)", failed.len() - 1) } else { String::new() };
-        return (Status::Failed, Some(format!("{}: {step}{more}", first.name)));
+        let why = match (&first.failed_step, first.status) {
+            (Some(step), Status::Failed) => step.clone(),
+            (_, Status::Failed) => "a hook".to_owned(),
+            // Passed at the seed level: what differs from the reference's choice.
+            _ => format!("differs from the reference: {}", first.ext_differences.join("; ")),
+        };
+        return (Status::Failed, Some(format!("{}: {why}{more}", first.name)));
     }
     if let Some(first) = findings.first() {
         let line = first.lines().next().unwrap_or_default();
         return (Status::Failed, Some(line.to_owned()));
     }
-    if scenarios.is_empty() {
-        return (Status::NotRun, Some("no scenario of this run checks it".to_owned()));
+    if let Some(first) = counted.iter().find(|s| s.status == Status::Blocked) {
+        let why =
+            first.message.as_deref().and_then(|m| m.lines().next()).unwrap_or(crate::world::BLOCKED_BY_SHAPE);
+        return (Status::Blocked, Some(format!("{}: {why}", first.name)));
+    }
+    if counted.is_empty() {
+        let why = if scenarios.is_empty() {
+            "no scenario of this run checks it"
+        } else {
+            "only reference choices are checked (full level)"
+        };
+        return (Status::NotRun, Some(why.to_owned()));
     }
     // The stdio half of a clause does not hold back a clause checked over HTTP, as long as
     // something of the clause passed (the scenario itself stays reported as skipped).
-    let stdio_only = |s: &&ScenarioResult| {
+    let stdio_only = |s: &&&ScenarioResult| {
         s.status == Status::Skipped && s.skip_reason.as_deref() == Some(crate::context::NEEDS_STDIO)
     };
-    let applicable: Vec<&ScenarioResult> = scenarios.iter().filter(|s| !stdio_only(s)).collect();
-    let considered: Vec<&ScenarioResult> = if applicable.iter().any(|s| s.status == Status::Passed) {
+    let applicable: Vec<&&ScenarioResult> = counted.iter().filter(|s| !stdio_only(s)).collect();
+    let considered: Vec<&&ScenarioResult> = if applicable.iter().any(|s| s.status == Status::Passed) {
         applicable
     } else {
-        scenarios.iter().collect()
+        counted.iter().collect()
     };
     let mut reasons: Vec<&str> = considered
         .into_iter()

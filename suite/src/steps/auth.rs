@@ -157,7 +157,9 @@ async fn metadata_content(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     ))
 }
 
-/// AUTH-4: two refusals must not tell which resource exists.
+/// AUTH-4: two refusals must not tell which resource exists. What the clause is about (code,
+/// category, retryable, message, and the text summary with the request_id masked) must be equal;
+/// any other field differing (a timestamp, a trace id) is the reference's choice only.
 #[then("the last two errors are the same but for their request_id")]
 async fn same_errors(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let calls: Vec<_> = w.tool_calls().collect();
@@ -166,12 +168,16 @@ async fn same_errors(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     };
     let strip = |ex: &crate::client::Exchange| {
         let rid = ex.request_id().unwrap_or_default().to_owned();
-        let error = ex.structured().and_then(|s| s.pointer("/data/error")).cloned().unwrap_or(Value::Null);
-        let mut error = error;
+        let mut error =
+            ex.structured().and_then(|s| s.pointer("/data/error")).cloned().unwrap_or(Value::Null);
         if let Some(obj) = error.as_object_mut() {
             obj.remove("request_id");
         }
-        let texts = ex.texts().join("\n").replace(&rid, "<request_id>");
+        let texts = if rid.is_empty() {
+            ex.texts().join("\n")
+        } else {
+            ex.texts().join("\n").replace(&rid, "<request_id>")
+        };
         (error, texts)
     };
     let (ea, ta) = strip(a);
@@ -183,15 +189,34 @@ async fn same_errors(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             "a call that did not fail",
         ));
     }
-    if ea == eb && ta == tb {
-        Ok(())
-    } else {
-        Err(w.fail_about(
+    let seed = |e: &Value| ["code", "category", "retryable", "message"].map(|k| e.get(k).cloned());
+    if seed(&ea) != seed(&eb) || ta != tb {
+        let shown = |e: &Value, t: &str| {
+            let [code, category, retryable, message] = seed(e);
+            format!(
+                "code {code:?}, category {category:?}, retryable {retryable:?}, message {message:?}, text {t:?}"
+            )
+        };
+        return Err(w.fail_about(
             Some(b),
-            format!("the same error as before: {} / {ta:?}", crate::client::compact(&ea, 400)),
-            format!("{} / {tb:?}", crate::client::compact(&eb, 400)),
-        ))
+            format!("the same refusal as before: {}", shown(&ea, &ta)),
+            shown(&eb, &tb),
+        ));
     }
+    if ea != eb {
+        let differing: Vec<String> = ea
+            .as_object()
+            .into_iter()
+            .chain(eb.as_object())
+            .flat_map(|o| o.keys())
+            .filter(|k| ea.get(k.as_str()) != eb.get(k.as_str()))
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        w.ext_difference("identical-errors", format!("data.error differs in {}", differing.join(", ")));
+    }
+    Ok(())
 }
 
 #[then(expr = "the error names the required scope {string}")]
@@ -223,4 +248,25 @@ async fn no_result_of(w: &mut ConformanceWorld, target: String) -> anyhow::Resul
     } else {
         Err(w.fail(format!("nothing of {restaurant}"), format!("its records {}", leaked.join(", "))))
     }
+}
+
+/// AUTH-7 for a user without memberships: nothing to list. An empty list is the reference's
+/// answer; MCP_RESOURCE_FORBIDDEN leaks nothing either and is another allowed choice.
+#[then(regex = r"^they are shown no (organizations|restaurants)$")]
+async fn shown_nothing(w: &mut ConformanceWorld, key: String) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    if ex.is_error() {
+        let body = w.tool_error()?;
+        if body.code == chataigne_contract::ErrorCode::ResourceForbidden {
+            w.ext_difference("empty-when-no-membership", "refused with MCP_RESOURCE_FORBIDDEN");
+            return Ok(());
+        }
+        return Err(w.fail(
+            format!("an empty list of {key} or MCP_RESOURCE_FORBIDDEN"),
+            format!("tool error {}", body.code),
+        ));
+    }
+    let data = w.success()?.data;
+    let items = w.field(&data, &format!("/{key}"))?.as_array().map_or(0, Vec::len);
+    if items == 0 { Ok(()) } else { Err(w.fail(format!("no {key}"), format!("{items} {key}"))) }
 }
