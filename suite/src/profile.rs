@@ -93,6 +93,22 @@ impl Profile {
         if self.tokens.is_empty() {
             bail!("no persona token: the profile needs a [tokens] table (see `init`)");
         }
+        // An empty token (often `env:NAME` with NAME set to "") would surface only as "every
+        // token refused": name the persona instead.
+        let empty: Vec<&str> =
+            self.tokens.iter().filter(|(_, t)| t.trim().is_empty()).map(|(p, _)| p.as_str()).collect();
+        if !empty.is_empty() {
+            bail!(
+                "the token of {} is empty: set it in [tokens] (or the environment variable its `env:` names)",
+                empty.join(", ")
+            );
+        }
+        if let Some(log) = &self.server_log {
+            // SEC-1 and IDEM-8 read it: a wrong path is a setup problem, not a server failure.
+            std::fs::File::open(log).with_context(|| {
+                format!("server_log {} cannot be read: fix the path, or remove `server_log`", log.display())
+            })?;
+        }
         if let Some(control) = &self.control {
             check_url(&control.url).context("control.url")?;
         }
@@ -224,6 +240,11 @@ mod tests {
         check(
             "endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"env:CHATAIGNE_UNSET_VAR\"",
             "CHATAIGNE_UNSET_VAR is not set",
+        );
+        check("endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"t\"\nviewer = \" \"", "the token of viewer is empty");
+        check(
+            "endpoint = \"http://x/mcp\"\nserver_log = \"/nonexistent/chataigne.log\"\n[tokens]\nowner = \"t\"",
+            "server_log /nonexistent/chataigne.log cannot be read",
         );
     }
 
