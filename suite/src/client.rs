@@ -46,6 +46,24 @@ enum Link {
     Broken(String),
 }
 
+/// Shorter values are ordinary words a fixed message may hold by chance ("open", "web").
+const ECHO_MIN_BYTES: usize = 8;
+
+/// The string values in `arguments` of [`ECHO_MIN_BYTES`] or more, at any depth.
+pub fn sent_strings(arguments: &Value) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if s.len() >= ECHO_MIN_BYTES && !out.contains(s) => out.push(s.clone()),
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            Value::Object(map) => map.values().for_each(|i| walk(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(arguments, &mut out);
+    out
+}
+
 /// One round trip (an HTTP POST, or one message over stdio).
 #[derive(Debug, Clone)]
 pub struct Exchange {
@@ -64,6 +82,9 @@ pub struct Exchange {
     pub elapsed: Duration,
     /// Sent over the stdio transport: no HTTP status, no headers.
     pub stdio: bool,
+    /// The string argument values of a tool call long enough to be told apart from ordinary
+    /// words (IDs, keys, texts, queries): an error must echo none of them (ENV-6).
+    pub sent_strings: Vec<String>,
 }
 
 /// The answer. Over stdio, `status` is `None`, `headers` and `content_type` are empty, and
@@ -185,7 +206,10 @@ impl McpClient {
     }
 
     pub async fn call_tool(&mut self, tool: &str, arguments: Value) -> Exchange {
-        self.request("tools/call", json!({ "name": tool, "arguments": arguments })).await
+        let sent = sent_strings(&arguments);
+        let mut ex = self.request("tools/call", json!({ "name": tool, "arguments": arguments })).await;
+        ex.sent_strings = sent;
+        ex
     }
 
     /// A body sent as is (bad JSON, invalid objects, oversized bodies). `rpc_id` is the id the
@@ -268,6 +292,7 @@ impl McpClient {
             outcome,
             elapsed: started.elapsed(),
             stdio: false,
+            sent_strings: Vec::new(),
         }
     }
 
@@ -304,6 +329,7 @@ impl McpClient {
             outcome,
             elapsed: started.elapsed(),
             stdio: true,
+            sent_strings: Vec::new(),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod control;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod features;
+pub mod invariants;
 pub mod preflight;
 pub mod profile;
 pub mod report;

@@ -100,6 +100,34 @@ where
                         detail: format!("{}: {v}", scenario.name),
                     });
                 }
+                // Envelope rules broken anywhere (suite::invariants): one finding per clause and
+                // scenario, with how often.
+                let mut by_clause: Vec<(&str, &str, usize)> = Vec::new();
+                for v in &world.invariant_violations {
+                    match by_clause.iter_mut().find(|(c, _, _)| *c == v.clause) {
+                        Some(entry) => entry.2 += 1,
+                        None => by_clause.push((v.clause, &v.detail, 1)),
+                    }
+                }
+                for (clause, detail, n) in by_clause {
+                    let more = if n > 1 { format!(" (and {} more)", n - 1) } else { String::new() };
+                    log.findings.push(Finding {
+                        clause: clause.to_owned(),
+                        detail: format!("{}: {detail}{more}", scenario.name),
+                    });
+                }
+                // ENV-2: a request_id is unique in the whole run, not only in a scenario.
+                for id in world.request_ids() {
+                    if !log.request_ids.insert(id.clone()) {
+                        log.findings.push(Finding {
+                            clause: "ENV-2".to_owned(),
+                            detail: format!(
+                                "{}: request_id {id} was already given to another call",
+                                scenario.name
+                            ),
+                        });
+                    }
+                }
                 // One ENV-7 finding per scenario is enough to name the path.
                 if let Some(v) = world.shape_violations.first() {
                     log.findings.push(Finding {

@@ -33,6 +33,9 @@ pub struct ConformanceWorld {
     pub schema_violations: Vec<(usize, String)>,
     /// Successes whose `data` has another shape than the contract's (ENV-7).
     pub shape_violations: Vec<String>,
+    /// Envelope rules broken by any exchange of the scenario (`invariants`), at most
+    /// [`MAX_VIOLATIONS`] kept.
+    pub invariant_violations: Vec<crate::invariants::Violation>,
     /// The last list call, so "the next page" can repeat it with its cursor.
     pub list: Option<ListCall>,
     /// The pages of the last walk.
@@ -130,6 +133,9 @@ impl fmt::Debug for ConformanceWorld {
 /// `data` has another shape than the contract's: the report files the scenario's clauses as
 /// blocked by ENV-7 instead of failed (ENV-7 itself fails on the shape).
 pub const BLOCKED_BY_SHAPE: &str = "blocked by ENV-7";
+
+/// Enough to show a pattern; a server that breaks a rule on every call does not grow the run.
+pub const MAX_VIOLATIONS: usize = 20;
 
 /// How every canary starts: what the suite itself wrote carries it.
 pub const CANARY_PREFIX: &str = "cnry";
@@ -326,6 +332,12 @@ impl ConformanceWorld {
         {
             let rid = ex.request_id().unwrap_or("no request_id");
             self.shape_violations.push(format!("{violation} ({rid})"));
+        }
+        if self.invariant_violations.len() < MAX_VIOLATIONS {
+            let token =
+                ex.persona.as_deref().and_then(|p| self.ctx().profile.tokens.get(p)).map(String::as_str);
+            let found = crate::invariants::check(&ex, token);
+            self.invariant_violations.extend(found.into_iter().take(MAX_VIOLATIONS));
         }
         self.history.push(ex);
         self.history.last().expect("just pushed")

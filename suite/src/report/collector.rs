@@ -30,6 +30,8 @@ pub fn scenario_key(feature: &gherkin::Feature, scenario: &gherkin::Scenario) ->
 pub struct RunLog {
     pub scenarios: HashMap<ScenarioKey, ScenarioExtras>,
     pub findings: Vec<Finding>,
+    /// Every request_id answered in the run (ENV-2: unique per call).
+    pub request_ids: std::collections::HashSet<String>,
 }
 
 #[derive(Debug, Default, Clone)]
