@@ -241,7 +241,10 @@ mod tests {
             "endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"env:CHATAIGNE_UNSET_VAR\"",
             "CHATAIGNE_UNSET_VAR is not set",
         );
-        check("endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"t\"\nviewer = \" \"", "the token of viewer is empty");
+        check(
+            "endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"t\"\nviewer = \" \"",
+            "the token of viewer is empty",
+        );
         check(
             "endpoint = \"http://x/mcp\"\nserver_log = \"/nonexistent/chataigne.log\"\n[tokens]\nowner = \"t\"",
             "server_log /nonexistent/chataigne.log cannot be read",
