@@ -93,6 +93,24 @@ Feature: Authentication and authorization
       | "ord_doesnotexist"       |
 
   @AUTH-5
+  Scenario Outline: An order of a sibling restaurant, asked of an authorized restaurant, is not found (as <persona>)
+    Given the persona "<persona>"
+    When they ask the busy restaurant for "ord_s0001"
+    Then the call fails with "MCP_RESOURCE_NOT_FOUND"
+
+    Examples:
+      | persona |
+      | owner   |
+      | staff   |
+      | manager |
+
+  @AUTH-5
+  Scenario: An order of the busy restaurant, asked of its sibling, is not found
+    Given the persona "owner"
+    When they ask the small restaurant for "ord_c0001"
+    Then the call fails with "MCP_RESOURCE_NOT_FOUND"
+
+  @AUTH-5
   Scenario: The foreign tenant's owner cannot read a home order through their own restaurant
     Given the persona "outsider"
     When they ask the foreign restaurant for "ord_c0001"

@@ -90,3 +90,15 @@ Feature: Transport and protocol
     Given the persona "owner"
     When they initialize with the header "Origin" set to "https://attacker.example"
     Then the HTTP status is 403
+
+  @PROTO-5 @needs-http
+  Scenario: A foreign web origin is refused even when the Host is foreign too
+    Given the persona "owner"
+    When they initialize with the headers "Origin" set to "https://attacker.example" and "Host" set to "attacker.example"
+    Then the HTTP status is 403
+
+  @PROTO-5 @needs-http @ext-host-validation
+  Scenario: A request naming a foreign Host without an Origin is refused (DNS rebinding by a non-browser page)
+    Given the persona "owner"
+    When they initialize with the header "Host" set to "attacker.example"
+    Then the HTTP status is 403

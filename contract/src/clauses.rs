@@ -101,6 +101,10 @@ pub const CHOICES: &[(&str, &str)] = &[
     ),
     ("analytics-distinct-metrics", "a metric asked twice is refused (the seed only bounds the count at 8)"),
     (
+        "host-validation",
+        "a request whose Host is not the server's is refused with 403 even without an Origin (the MCP specification requires Origin validation only)",
+    ),
+    (
         "failures-not-stored",
         "a keyed call that failed while running leaves its key free (only successes are stored)",
     ),

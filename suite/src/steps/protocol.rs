@@ -153,6 +153,20 @@ async fn initialize_header(w: &mut ConformanceWorld, name: String, value: String
     Ok(())
 }
 
+#[when(expr = "they initialize with the headers {string} set to {string} and {string} set to {string}")]
+async fn initialize_headers(
+    w: &mut ConformanceWorld,
+    name: String,
+    value: String,
+    name2: String,
+    value2: String,
+) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let ex = client.initialize_with(crate::client::PROTOCOL_VERSION, &[(name, value), (name2, value2)]).await;
+    w.record(ex);
+    Ok(())
+}
+
 #[then(expr = "the server agrees on protocol version {string}")]
 async fn agreed_version(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
     let ex = w.last()?;
