@@ -108,18 +108,41 @@ async fn challenge(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
 }
 
+/// The most the runner reads of the metadata document: a real one is a few hundred bytes.
+const MAX_METADATA_BYTES: usize = 256 * 1024;
+
 #[when("they fetch the protected resource metadata")]
 async fn fetch_metadata(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let endpoint: reqwest::Url = w.ctx().endpoint.parse()?;
+    let origin = endpoint.origin().ascii_serialization();
     let url = match w.saved.get("resource_metadata") {
         Some(url) => url.clone(),
-        None => {
-            let endpoint: reqwest::Url = w.ctx().endpoint.parse()?;
-            format!("{}/.well-known/oauth-protected-resource", endpoint.origin().ascii_serialization())
-        }
+        None => format!("{origin}/.well-known/oauth-protected-resource"),
     };
-    let resp = w.ctx().http.get(&url).send().await.map_err(|e| anyhow!("GET {url}: {e}"))?;
+    // RFC 9728 puts the metadata on the resource's own origin. Following a URL elsewhere would
+    // let a server under test make the runner fetch (and show) anything it can reach.
+    let same_origin = url.parse::<reqwest::Url>().is_ok_and(|u| u.origin().ascii_serialization() == origin);
+    if !same_origin {
+        return Err(w.fail_about(
+            None,
+            format!("resource_metadata on the endpoint's origin {origin}"),
+            "a URL on another origin (not fetched)",
+        ));
+    }
+    let mut resp = w.ctx().http.get(&url).send().await.map_err(|e| anyhow!("GET {url}: {e}"))?;
     let status = resp.status().as_u16();
-    let text = resp.text().await.unwrap_or_default();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| anyhow!("GET {url}: {e}"))? {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > MAX_METADATA_BYTES {
+            return Err(w.fail_about(
+                None,
+                format!("a metadata document at {url}"),
+                format!("HTTP {status} with a body over {MAX_METADATA_BYTES} bytes (not read further)"),
+            ));
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
     let doc: Value = serde_json::from_str(&text).map_err(|_| {
         w.fail_about(
             None,
