@@ -60,6 +60,10 @@ impl StdioCommand {
             .stderr(stderr)
             .env_remove(&self.token_env)
             .kill_on_drop(true);
+        // Its own process group, so the whole tree it starts (a shell, a wrapper, workers that
+        // inherit the token) ends with it.
+        #[cfg(unix)]
+        command.process_group(0);
         if let Some(token) = token {
             command.env(&self.token_env, token);
         }
@@ -110,6 +114,13 @@ impl Drop for StdioConnection {
     fn drop(&mut self) {
         self.reader.abort();
         if let Ok(child) = self.child.get_mut() {
+            #[cfg(unix)]
+            if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
             let _ = child.start_kill();
         }
     }
@@ -277,5 +288,51 @@ impl StdioPool {
         let conn = self.command.spawn(Some(token))?;
         connections.insert(persona.to_owned(), Arc::clone(&conn));
         Ok(conn)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A server command that starts children (here a shell with a background `sleep`): none of
+    /// them outlives the connection.
+    #[tokio::test]
+    async fn the_whole_process_tree_ends_with_the_connection() {
+        let dir = std::env::temp_dir().join(format!("chataigne-stdio-tree-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pid_file = dir.join("child.pid");
+        let script = format!("sleep 300 & echo $! > {}; exec cat", pid_file.display());
+        let command = StdioCommand {
+            argv: vec!["sh".to_owned(), "-c".to_owned(), script],
+            token_env: "CHATAIGNE_TEST_TOKEN".to_owned(),
+            stderr: None,
+        };
+        let conn = command.spawn(Some("secret")).unwrap();
+        let mut child_pid = None;
+        for _ in 0..100 {
+            if let Ok(text) = std::fs::read_to_string(&pid_file)
+                && let Ok(pid) = text.trim().parse::<i32>()
+            {
+                child_pid = Some(pid);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let pid = nix::unistd::Pid::from_raw(child_pid.expect("the shell wrote its child's pid"));
+        assert!(nix::sys::signal::kill(pid, None).is_ok(), "the sleep runs while the connection lives");
+        drop(conn);
+        let mut gone = false;
+        for _ in 0..100 {
+            // Reaped by init once killed; until then kill(0) may still see a zombie.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if nix::sys::signal::kill(pid, None).is_err() || stat.contains(") Z ") {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(gone, "the server's child outlived the connection");
     }
 }
