@@ -88,6 +88,11 @@ pub struct RunArgs {
     /// the reference server's choices [default: the profile's `level`, else seed]
     #[arg(long, value_enum)]
     pub level: Option<crate::report::Level>,
+    /// End the run after this many seconds: nothing more is sent, the scenarios left are reported
+    /// skipped, the reports are written and the exit code is 2 [default: the profile's
+    /// `deadline_s`, else 1200]
+    #[arg(long, value_name = "SECS")]
+    pub deadline: Option<u64>,
     /// The folder of .feature files [default: ./features if present, else the built-in copies]
     #[arg(long, value_name = "DIR")]
     pub features: Option<PathBuf>,
@@ -195,6 +200,10 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     if let Some(level) = args.level {
         profile.level = level;
     }
+    if let Some(deadline) = args.deadline {
+        profile.deadline_s = deadline;
+    }
+    let deadline_s = profile.deadline_s;
 
     let result = run_profile(profile, source, opts, Outputs { console, junit, cucumber_json });
     #[cfg(feature = "embedded")]
@@ -211,6 +220,21 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     if let Some(path) = &args.markdown {
         std::fs::write(path, report::markdown(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    // A run cut short by its deadline judged only part of the server: not a verdict.
+    let cut_short = report
+        .clauses
+        .iter()
+        .flat_map(|c| &c.scenarios)
+        .filter(|s| s.skip_reason.as_deref().is_some_and(|r| r.starts_with(crate::world::DEADLINE_PASSED)))
+        .map(|s| (&s.feature, s.line))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if cut_short > 0 {
+        let error = Some(format!(
+            "the run's deadline of {deadline_s} s passed with {cut_short} scenario(s) not run (the server answers too slowly, or not at all); the reports were written"
+        ));
+        return Ok(Outcome { code: 2, error, report: Some(report) });
     }
     // Features that do not parse are a configuration error, though the report is written.
     if let Some(e) = report.parse_errors.first() {

@@ -87,6 +87,7 @@ pub fn start(defects: &[mock_server::Defect]) -> anyhow::Result<(EmbeddedServer,
         dataset: None,
         timeout_ms: DEFAULT_TIMEOUT_MS,
         level: Default::default(),
+        deadline_s: crate::profile::DEFAULT_DEADLINE_S,
     };
     Ok((EmbeddedServer { shutdown: Some(tx), thread: Some(thread) }, profile))
 }

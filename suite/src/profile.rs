@@ -38,6 +38,18 @@ pub struct Profile {
     /// extensions and the reference server's choices).
     #[serde(default)]
     pub level: crate::report::Level,
+    /// The whole run's limit in seconds: past it nothing more is sent, the scenarios left are
+    /// reported skipped and the run ends with exit code 2 (reports written).
+    #[serde(default = "default_deadline")]
+    pub deadline_s: u64,
+}
+
+/// 20 minutes: a full run takes seconds next to the server and under a minute far from it, plus
+/// at most two waits for a rate window an earlier run filled.
+pub const DEFAULT_DEADLINE_S: u64 = 1200;
+
+fn default_deadline() -> u64 {
+    DEFAULT_DEADLINE_S
 }
 
 fn default_timeout() -> u64 {
@@ -114,6 +126,9 @@ impl Profile {
         }
         if self.timeout_ms == 0 {
             bail!("timeout_ms must be positive");
+        }
+        if self.deadline_s == 0 {
+            bail!("deadline_s must be positive");
         }
         Ok(())
     }

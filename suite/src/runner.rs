@@ -58,6 +58,7 @@ where
         )
         .normalized();
 
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(ctx.profile.deadline_s);
     let before_ctx = Arc::clone(&ctx);
     let after_ctx = Arc::clone(&ctx);
     let after_log = Rc::clone(&log);
@@ -79,6 +80,7 @@ where
                 .cloned()
                 .collect();
             world.install(ctx, &scenario.name, &tags);
+            world.deadline = Some(deadline);
         }
         .boxed_local()
     })

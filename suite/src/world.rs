@@ -56,6 +56,8 @@ pub struct ConformanceWorld {
     /// while the seed-level check passed: (choice slug, what differed). They fail the scenario
     /// at the full level only.
     pub ext_differences: Vec<(String, String)>,
+    /// When the whole run must end (`--deadline`): no call is sent after it.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// One call of a batch run at once (`ConformanceWorld::concurrently`).
@@ -129,6 +131,10 @@ impl fmt::Debug for ConformanceWorld {
     }
 }
 
+/// How a failure message starts when the run's deadline stopped a step: the report files the
+/// scenario as skipped for that reason, and the run ends with exit code 2.
+pub const DEADLINE_PASSED: &str = "the run's deadline passed";
+
 /// How a failure message starts when a step cannot read the state it needs because the answer's
 /// `data` has another shape than the contract's: the report files the scenario's clauses as
 /// blocked by ENV-7 instead of failed (ENV-7 itself fails on the shape).
@@ -161,6 +167,16 @@ impl ConformanceWorld {
         self.clauses =
             tags.iter().filter(|t| chataigne_contract::clauses::find(t).is_some()).cloned().collect();
         self.canary = new_canary();
+    }
+
+    /// Refuses to send anything once the run's deadline has passed.
+    pub fn check_deadline(&self) -> anyhow::Result<()> {
+        match self.deadline {
+            Some(deadline) if std::time::Instant::now() >= deadline => {
+                Err(anyhow!("{DEADLINE_PASSED} (--deadline): nothing more is sent to the server"))
+            }
+            _ => Ok(()),
+        }
     }
 
     pub fn ctx(&self) -> &RunContext {
@@ -200,6 +216,7 @@ impl ConformanceWorld {
 
     /// The current persona's session, initialized on first use.
     pub async fn client(&mut self) -> anyhow::Result<&mut McpClient> {
+        self.check_deadline()?;
         let persona = self.persona()?.to_owned();
         if !self.clients.contains_key(&persona) {
             let client = self
@@ -225,6 +242,7 @@ impl ConformanceWorld {
 
     /// A new, uninitialized session for the current persona (to initialize it another way).
     pub fn fresh_client(&self) -> anyhow::Result<McpClient> {
+        self.check_deadline()?;
         let persona = self.persona()?;
         self.ctx()
             .client(persona)
@@ -277,6 +295,7 @@ impl ConformanceWorld {
     /// Run `calls` at once, each through its own new session, and record their exchanges in
     /// the order given (the last one is then what `Then` steps look at).
     pub async fn concurrently(&mut self, calls: Vec<Concurrent>) -> anyhow::Result<()> {
+        self.check_deadline()?;
         let mut sessions = Vec::new();
         for call in &calls {
             let mut client = self

@@ -128,6 +128,13 @@ impl Collector {
                     // A step that could not read what it needs from another data shape blocks
                     // the scenario's clauses on ENV-7 instead of failing them.
                     let blocked = message.starts_with(crate::world::BLOCKED_BY_SHAPE);
+                    let out_of_time = message.starts_with(crate::world::DEADLINE_PASSED);
+                    if out_of_time && r.status == Status::Passed {
+                        // Not checked, so not a verdict on the server: skipped, with the reason.
+                        r.status = Status::Skipped;
+                        r.skip_reason = Some(format!("{} before it ran", crate::world::DEADLINE_PASSED));
+                        return;
+                    }
                     if r.status != Status::Failed {
                         r.status = if blocked { Status::Blocked } else { Status::Failed };
                     }

@@ -191,3 +191,25 @@ fn features_that_do_not_parse_are_a_configuration_error() {
     let _ = std::fs::remove_dir_all(&dir);
     check_config_error(&outcome, "do not parse");
 }
+
+/// A server that stops answering after preflight: the run ends at its deadline, not after
+/// scenarios × steps × timeout, with exit code 2, the reason, and the reports written.
+#[test]
+fn a_server_that_stops_answering_ends_at_the_run_deadline() {
+    let fake = Fake::start();
+    fake.serve_tools(|_, _| Reply::Hang(Duration::from_secs(5)));
+    let started = std::time::Instant::now();
+    let outcome = fake.run(500, &["--deadline", "2"]);
+    let took = started.elapsed();
+    check_config_error(&outcome, "deadline of 2 s passed");
+    // Calls in flight when it passes finish within their own timeout; nothing new starts.
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(fake.report_path()).unwrap()).unwrap();
+    let skipped = report["clauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["reason"].as_str().is_some_and(|r| r.contains("deadline passed")))
+        .count();
+    assert!(skipped > 10, "the clauses not run say why: {skipped}");
+}
