@@ -148,7 +148,48 @@ pub fn execute<Out: io::Write + 'static>(cli: Cli, console: Out) -> Outcome {
             crate::self_test::run(markdown.as_deref(), features.as_deref(), full, console)
                 .unwrap_or_else(Outcome::config_error)
         }
-        None => run(cli.run, console).unwrap_or_else(Outcome::config_error),
+        None => {
+            let args = cli.run.custom.clone();
+            run(cli.run, console).unwrap_or_else(|e| {
+                let outcome = Outcome::config_error(e);
+                write_setup_failure(&args, outcome.error.as_deref().unwrap_or_default());
+                outcome
+            })
+        }
+    }
+}
+
+/// A run that could not start still leaves well-formed reports where they were asked for: CI
+/// steps that read them (JUnit reporters, GitLab's `reports: junit`) then show the reason
+/// instead of choking on an empty file.
+fn write_setup_failure(args: &RunArgs, reason: &str) {
+    let escaped: String = reason
+        .chars()
+        .map(|c| match c {
+            '&' => "&amp;".to_owned(),
+            '<' => "&lt;".to_owned(),
+            '>' => "&gt;".to_owned(),
+            '"' => "&quot;".to_owned(),
+            c if c.is_control() => " ".to_owned(),
+            c => c.to_string(),
+        })
+        .collect();
+    let junit = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"chataigne-conformance\" tests=\"1\" failures=\"0\" errors=\"1\">\n  <testsuite name=\"preflight\" tests=\"1\" failures=\"0\" errors=\"1\">\n    <testcase classname=\"preflight\" name=\"the run could start\">\n      <error message=\"{escaped}\">{escaped}</error>\n    </testcase>\n  </testsuite>\n</testsuites>\n"
+    );
+    let json = serde_json::json!({ "suite_version": env!("CARGO_PKG_VERSION"), "error": reason });
+    let markdown = format!("## Chataigne conformance: the run could not start\n\n{reason}\n");
+    let files = [
+        (&args.junit, junit),
+        (&args.cucumber_json, "[]\n".to_owned()),
+        (&args.report_json, format!("{json:#}\n")),
+        (&args.markdown, markdown),
+    ];
+    for (path, text) in files {
+        if let Some(path) = path {
+            // Best effort: the exit code and the reason on stderr already tell the story.
+            let _ = create_parent(path).and_then(|()| std::fs::write(path, text).map_err(Into::into));
+        }
     }
 }
 

@@ -213,3 +213,35 @@ fn a_server_that_stops_answering_ends_at_the_run_deadline() {
         .count();
     assert!(skipped > 10, "the clauses not run say why: {skipped}");
 }
+
+/// A run that cannot start still writes well-formed reports (CI steps read them), each with the
+/// reason.
+#[test]
+fn a_run_that_cannot_start_writes_reports_that_say_why() {
+    let fake = Fake::start();
+    fake.serve(|_, _| Reply::Raw(500, "text/plain", "boom".into()));
+    let dir = fake.report_path().with_file_name("reports");
+    let junit = dir.join("junit.xml");
+    let cucumber = dir.join("cucumber.json");
+    let markdown = dir.join("summary.md");
+    let args = [
+        "--junit",
+        junit.to_str().unwrap(),
+        "--cucumber-json",
+        cucumber.to_str().unwrap(),
+        "--markdown",
+        markdown.to_str().unwrap(),
+    ];
+    check_config_error(&fake.run(2000, &args), "HTTP 500");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.starts_with("<?xml") && xml.contains("<error message=\"") && xml.contains("HTTP 500"),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase").count(), 1, "{xml}");
+    let cucumber: Value = serde_json::from_str(&std::fs::read_to_string(&cucumber).unwrap()).unwrap();
+    assert_eq!(cucumber, json!([]));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(fake.report_path()).unwrap()).unwrap();
+    assert!(report["error"].as_str().is_some_and(|e| e.contains("HTTP 500")), "{report}");
+    assert!(std::fs::read_to_string(&markdown).unwrap().contains("could not start"));
+}
