@@ -94,7 +94,12 @@ pub struct HttpResponse {
     pub status: Option<u16>,
     pub headers: Vec<(String, String)>,
     pub content_type: String,
+    /// The body as received; once `message` is parsed from it, only its first
+    /// [`SHOWN_BYTES`] are kept (the message holds the rest), so a scenario's history does not
+    /// hold every large answer twice.
     pub body: String,
+    /// The body's size as received.
+    pub body_bytes: usize,
     /// The JSON-RPC response that answers this request, from a JSON body or an SSE stream.
     pub message: Option<Value>,
     /// Why `message` is missing, when a message was expected.
@@ -313,7 +318,8 @@ impl McpClient {
             status: None,
             headers: Vec::new(),
             content_type: String::new(),
-            body: message.as_ref().map(Value::to_string).unwrap_or_default(),
+            body_bytes: message.as_ref().map_or(0, |m| m.to_string().len()),
+            body: message.as_ref().map(|m| compact(m, SHOWN_BYTES)).unwrap_or_default(),
             problem: None,
             message,
         });
@@ -397,7 +403,9 @@ pub async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> 
         let ct = if content_type.is_empty() { "no content type" } else { &content_type };
         (None, Some(format!("the body is {ct}, not JSON-RPC")))
     };
-    Ok(HttpResponse { status, headers, content_type, body, message, problem })
+    let body_bytes = body.len();
+    let body = if message.is_some() { cut(&body, SHOWN_BYTES) } else { body };
+    Ok(HttpResponse { status, headers, content_type, body, body_bytes, message, problem })
 }
 
 /// The `data:` payload of the SSE event answering `rpc_id` (or the first response if no id).
@@ -430,6 +438,15 @@ fn answers(message: &Value, rpc_id: Option<u64>) -> bool {
 }
 
 impl HttpResponse {
+    /// Drop the answer's content, keeping status, headers and what a report shows: for
+    /// scenarios whose answers would otherwise pile up in memory.
+    pub fn forget(&mut self, why: &str) {
+        if let Some(m) = self.message.take() {
+            self.body = compact(&m, SHOWN_BYTES);
+        }
+        self.problem = Some(why.to_owned());
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }

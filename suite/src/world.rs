@@ -58,6 +58,8 @@ pub struct ConformanceWorld {
     pub ext_differences: Vec<(String, String)>,
     /// When the whole run must end (`--deadline`): no call is sent after it.
     pub deadline: Option<std::time::Instant>,
+    /// Bytes of answers held in `history` (see [`HISTORY_BUDGET_BYTES`]).
+    retained_bytes: usize,
 }
 
 /// One call of a batch run at once (`ConformanceWorld::concurrently`).
@@ -139,6 +141,14 @@ pub const DEADLINE_PASSED: &str = "the run's deadline passed";
 /// `data` has another shape than the contract's: the report files the scenario's clauses as
 /// blocked by ENV-7 instead of failed (ENV-7 itself fails on the shape).
 pub const BLOCKED_BY_SHAPE: &str = "blocked by ENV-7";
+
+/// The answers a scenario keeps in memory: past it the oldest are dropped (the checks every
+/// exchange gets ran when it was recorded), so a server answering megabytes per call cannot
+/// grow the runner without bound.
+pub const HISTORY_BUDGET_BYTES: usize = 64 << 20;
+
+/// The last answers a scenario always keeps: what its `Then` steps look at.
+const KEEP_LAST: usize = 16;
 
 /// Enough to show a pattern; a server that breaks a rule on every call does not grow the run.
 pub const MAX_VIOLATIONS: usize = 20;
@@ -358,8 +368,28 @@ impl ConformanceWorld {
             let found = crate::invariants::check(&ex, token);
             self.invariant_violations.extend(found.into_iter().take(MAX_VIOLATIONS));
         }
+        self.retained_bytes += ex.response().map_or(0, |r| r.body_bytes);
         self.history.push(ex);
+        self.keep_within_budget();
         self.history.last().expect("just pushed")
+    }
+
+    fn keep_within_budget(&mut self) {
+        if self.retained_bytes <= HISTORY_BUDGET_BYTES {
+            return;
+        }
+        let old = self.history.len().saturating_sub(KEEP_LAST);
+        for ex in &mut self.history[..old] {
+            if self.retained_bytes <= HISTORY_BUDGET_BYTES {
+                break;
+            }
+            if let Ok(r) = &mut ex.outcome
+                && r.message.is_some()
+            {
+                self.retained_bytes -= r.body_bytes.min(self.retained_bytes);
+                r.forget("answer dropped from memory: the scenario's answers exceeded 64 MiB");
+            }
+        }
     }
 
     fn check_output_schema(&self, ex: &Exchange) -> Option<String> {

@@ -268,8 +268,9 @@ async fn no_canary(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 async fn no_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let ex = w.last()?;
     let body = ex.response().map(|r| r.body.as_str()).unwrap_or_default();
+    let message = ex.message().map(Value::to_string).unwrap_or_default();
     match w.token() {
-        Some(token) if !token.is_empty() && body.contains(token) => {
+        Some(token) if !token.is_empty() && (body.contains(token) || message.contains(token)) => {
             Err(w.fail("no trace of the bearer token", "the answer contains it"))
         }
         _ => Ok(()),
