@@ -159,6 +159,23 @@ pub fn execute<Out: io::Write + 'static>(cli: Cli, console: Out) -> Outcome {
     }
 }
 
+/// cucumber's JUnit writer calls every failure a panic and names the suite's own source line
+/// each step matched: neither helps the reader of a server's report.
+fn tidy_junit(path: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let tidy: String = text
+        .split_inclusive('\n')
+        .filter(|line| !line.trim_start().starts_with("Matched: "))
+        .collect::<String>()
+        .replace("Step Panicked", "Step failed")
+        .replace("Hook Panicked", "Hook failed")
+        .replace("Step panicked. Captured output: ", "");
+    if tidy != text {
+        std::fs::write(path, tidy).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// A run that could not start still leaves well-formed reports where they were asked for: CI
 /// steps that read them (JUnit reporters, GitLab's `reports: junit`) then show the reason
 /// instead of choking on an empty file.
@@ -254,6 +271,9 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     }
     let report = result?;
 
+    if let Some(path) = &args.junit {
+        tidy_junit(path)?;
+    }
     if let Some(path) = &args.report_json {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;

@@ -245,3 +245,19 @@ fn a_run_that_cannot_start_writes_reports_that_say_why() {
     assert!(report["error"].as_str().is_some_and(|e| e.contains("HTTP 500")), "{report}");
     assert!(std::fs::read_to_string(&markdown).unwrap().contains("could not start"));
 }
+
+/// The JUnit report of a failure reads as a failure of the server: no panic wording, no source
+/// paths of the suite.
+#[test]
+fn junit_failures_name_no_panics_and_no_suite_sources() {
+    let fake = Fake::start();
+    fake.serve_tools(|_, _| Reply::Raw(500, "text/plain", "boom".into()));
+    let junit = fake.report_path().with_file_name("junit.xml");
+    let outcome = fake.run(2000, &["--tags", "@ENV-1", "--junit", junit.to_str().unwrap()]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure"), "{xml}");
+    assert!(!xml.to_lowercase().contains("panicked"), "{xml}");
+    assert!(!xml.contains("src/steps/"), "{xml}");
+    assert!(xml.contains("HTTP 500"), "{xml}");
+}
