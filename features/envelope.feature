@@ -33,6 +33,15 @@ Feature: The response envelope
     Then every request_id seen has the contract's format
     And the request_ids seen are all different
 
+  @ENV-2
+  Scenario: A replay gets a request_id of its own
+    When they create the instruction "Replay id CANARY" in the busy restaurant with the key "env2-CANARY"
+    And they create the instruction "Replay id CANARY" in the busy restaurant with the key "env2-CANARY"
+    Then the call succeeds
+    And the answer is a replay
+    And every request_id seen has the contract's format
+    And the request_ids seen are all different
+
   @ENV-2 @needs-http
   Scenario: Every answer over HTTP also sends its request_id as the x-request-id header
     When they get the busy restaurant
@@ -85,6 +94,13 @@ Feature: The response envelope
     And the error has category "authorization" and is not retryable
     And every error seen has its code's category and retryable flag
 
+  @ENV-5
+  Scenario: A conflict is reported with category conflict, not retryable
+    When they create the instruction "Conflict CANARY" in the busy restaurant with the key "env5-CANARY"
+    And they create the instruction "Other conflict CANARY" in the busy restaurant with the key "env5-CANARY"
+    Then the call fails with "MCP_IDEMPOTENCY_MISMATCH"
+    And every error seen has its code's category and retryable flag
+
   @ENV-5 @needs-control-faults
   Scenario Outline: An injected <fault> failure is reported with its fixed category, and retryable
     Given a fresh server state
@@ -97,6 +113,13 @@ Feature: The response envelope
       | fault      | code                       | category   |
       | internal   | MCP_INTERNAL_ERROR         | internal   |
       | dependency | MCP_DEPENDENCY_UNAVAILABLE | dependency |
+
+  @ENV-6
+  Scenario: An idempotency conflict does not echo the key
+    When they create the instruction "Echo check CANARY" in the busy restaurant with the key "env6-CANARY"
+    And they create the instruction "Other echo check CANARY" in the busy restaurant with the key "env6-CANARY"
+    Then the call fails with "MCP_IDEMPOTENCY_MISMATCH"
+    And neither the error message nor the text summary contains the canary
 
   @ENV-6
   Scenario: An over-long search query is not echoed in the error

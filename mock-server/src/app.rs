@@ -13,9 +13,10 @@ use crate::cursor::CursorCodec;
 use crate::defects::{Defect, Defects};
 use crate::faults::{Deadlines, Faults};
 use crate::idempotency::{IdempotencyStore, KeyHasher, MemoryStore};
-use crate::ratelimit::{MemoryLimiter, RateLimiter};
+use crate::ratelimit::RateLimiter;
 use crate::redis_store::Redis;
 use crate::store::Store;
+use crate::variants::{Variant, Variants};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -23,6 +24,9 @@ pub struct Config {
     /// `Some`: the control API is served under `/control`, refused without this secret.
     pub control_secret: Option<String>,
     pub defects: Vec<Defect>,
+    /// Allowed variants: behaviours the seed allows but the reference does not pick
+    /// (docs/VARIANTS.md); empty by default.
+    pub variants: Vec<Variant>,
     pub deadlines: Deadlines,
     /// Browser origins allowed besides loopback ones (PROTO-5).
     pub allowed_origins: Vec<String>,
@@ -50,6 +54,7 @@ impl Config {
             dataset,
             control_secret: None,
             defects: Vec::new(),
+            variants: Vec::new(),
             deadlines: Deadlines::default(),
             allowed_origins: Vec::new(),
             allowed_hosts: Some(Vec::new()),
@@ -71,6 +76,11 @@ impl Config {
     pub fn for_tests(control_secret: &str) -> Config {
         Config { control_secret: Some(control_secret.to_owned()), ..Config::embedded() }
     }
+
+    /// Refuses variants that cannot run together: two rate variants, or one with Redis.
+    pub fn check_variants(&self) -> anyhow::Result<()> {
+        crate::variants::check(&self.variants, self.redis_url.is_some()).map_err(anyhow::Error::msg)
+    }
 }
 
 #[derive(Debug)]
@@ -87,11 +97,14 @@ pub struct App {
     pub tokens: Tokens,
     pub oauth: crate::oauth::OAuth,
     pub defects: Defects,
+    pub variants: Variants,
     inputs: HashMap<ToolName, Validator>,
 }
 
 impl App {
     pub fn new(config: Config) -> anyhow::Result<App> {
+        config.check_variants()?;
+        let variants = Variants::new(&config.variants);
         let secret = match &config.secret {
             Some(s) => s.as_bytes().to_vec(),
             None => rand::random::<[u8; 32]>().to_vec(),
@@ -106,7 +119,7 @@ impl App {
                 let redis = Arc::new(Redis::new(url, &config.redis_namespace)?);
                 (redis.clone(), redis)
             }
-            None => (Arc::new(MemoryStore::default()), Arc::new(MemoryLimiter::default())),
+            None => (Arc::new(MemoryStore::default()), variants.memory_limiter()),
         };
         Ok(App {
             store: Store::new(&config.dataset, config.synthetic_orders),
@@ -120,6 +133,7 @@ impl App {
             tokens: Tokens::from_dataset(&config.dataset, defects.has(Defect::AudienceUnchecked)),
             oauth: crate::oauth::OAuth::default(),
             defects,
+            variants,
             inputs,
             config,
         })

@@ -37,12 +37,18 @@ defects! {
     OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
     OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
     OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
+    HostUnchecked = "host-unchecked", "PROTO-5", "any Host is served when no Origin is sent (Origin still checked)";
     NoTextSummary = "no-text-summary", "ENV-1", "successes carry no text content block";
     NoRequestIdHeader = "no-request-id-header", "ENV-2", "no x-request-id header";
+    ReplayFixedRequestId = "replay-fixed-request-id", "ENV-2", "every replay answers with one fixed request_id";
     LongSummary = "long-summary", "ENV-3", "the text summary exceeds 4 KiB";
     ErrorWithoutRequestId = "error-without-request-id", "ENV-4", "errors carry a different request_id in data.error";
     WrongCategory = "wrong-category", "ENV-5", "MCP_CURSOR_INVALID reported with category conflict";
+    ConflictAsValidation = "conflict-as-validation", "ENV-5", "conflict codes reported with category validation";
     ErrorEchoesArguments = "error-echoes-arguments", "ENV-6", "validation errors echo the arguments";
+    KeyEchoed = "key-echoed", "ENV-6", "idempotency conflicts echo the idempotency key";
+    ForbiddenEchoesId = "forbidden-echoes-id", "ENV-6", "MCP_RESOURCE_FORBIDDEN names the restaurant or organization asked for";
+    DataShapeMoved = "data-shape-moved", "ENV-7", "list_orders answers its orders under data.items";
     DefaultPage25 = "default-page-25", "PAG-1", "lists return 25 items by default";
     LimitUnchecked = "limit-unchecked", "PAG-2", "limit up to 500 accepted";
     CursorOnLastPage = "cursor-on-last-page", "PAG-3", "the last page still has a next_cursor";
@@ -75,6 +81,7 @@ defects! {
     ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
     ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
     ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order is found through any restaurant";
+    SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order is found through any restaurant of its own organization";
     RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
     RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
     OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
@@ -184,9 +191,37 @@ impl Defects {
                     format!("invalid arguments: {}", args.to_string().chars().take(400).collect::<String>())
                         .into();
             }
+            let conflict = chataigne_contract::Category::Conflict.as_str();
+            if self.has(Defect::ConflictAsValidation) && err["category"] == conflict {
+                err["category"] = "validation".into();
+            }
+            let code = err["code"].as_str().unwrap_or_default().to_owned();
+            if self.has(Defect::KeyEchoed)
+                && matches!(code.as_str(), "MCP_IDEMPOTENCY_MISMATCH" | "MCP_OPERATION_IN_PROGRESS")
+                && let Some(key) = args.get("idempotency_key").and_then(Value::as_str)
+            {
+                err["message"] = format!("idempotency key {key} is in use").into();
+            }
+            if self.has(Defect::ForbiddenEchoesId) && code == "MCP_RESOURCE_FORBIDDEN" {
+                let target = ["restaurant_id", "organization_id"].iter().find_map(|k| args.get(*k)?.as_str());
+                if let Some(target) = target {
+                    err["message"] = format!("{target} is unavailable to you").into();
+                }
+            }
             if self.has(Defect::InternalErrorLeaks) && err["code"] == "MCP_INTERNAL_ERROR" {
                 err["message"] = "thread 'tokio-runtime-worker' panicked at src/store.rs:88: called `Result::unwrap()` on an `Err` value: Io(\"/var/lib/chataigne/db.sqlite\")".into();
             }
+        }
+        if self.has(Defect::ReplayFixedRequestId)
+            && structured.pointer("/meta/replayed") == Some(&Value::Bool(true))
+        {
+            structured["meta"]["request_id"] = "req_replayreplayreplay00".into();
+        }
+        if self.has(Defect::DataShapeMoved)
+            && let Some(data) = structured.get_mut("data").and_then(Value::as_object_mut)
+            && let Some(orders) = data.remove("orders")
+        {
+            data.insert("items".to_owned(), orders);
         }
         if self.has(Defect::OutputOffSchema)
             && let Some(orders) = structured.pointer_mut("/data/orders").and_then(Value::as_array_mut)
@@ -229,6 +264,15 @@ impl Defects {
     pub fn order<'a>(&self, data: &'a Data, rid: &'a str, oid: &str) -> Option<OrderRef<'a>> {
         if self.has(Defect::ForeignChildVisible) {
             return data.orders.keys().find_map(|owner| data.order(owner, oid));
+        }
+        if self.has(Defect::SiblingChildVisible)
+            && let Some(org) = data.restaurant(rid).map(|r| r.organization_id.clone())
+        {
+            let siblings = data
+                .orders
+                .keys()
+                .filter(|owner| data.restaurant(owner).is_some_and(|r| r.organization_id == org));
+            return siblings.into_iter().find_map(|owner| data.order(owner, oid));
         }
         data.order(rid, oid)
     }

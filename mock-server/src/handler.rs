@@ -61,6 +61,9 @@ pub fn tool_descriptors(app: &App) -> Vec<Value> {
         .map(|t| {
             let mut d = t.descriptor();
             d["inputSchema"] = app.defects.input_schema(*t);
+            if app.variants.any() {
+                d["outputSchema"] = app.variants.output_schema(*t);
+            }
             d
         })
         .collect();
@@ -187,6 +190,9 @@ pub fn to_result(app: &App, request_id: &str, outcome: Outcome, args: &Value) ->
         Err(error) => error_parts(request_id, error),
     };
     let mut summary = Some(cut(summary, MAX_SUMMARY_BYTES));
+    if is_error && app.variants.any() {
+        app.variants.envelope(&mut structured, app.clock.now_ms());
+    }
     app.defects.envelope(&mut structured, &mut summary, args);
     // Built by hand: rmcp's `structured` constructors also serialize the value into a text
     // block, which the summary replaces anyway.

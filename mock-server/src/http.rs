@@ -40,6 +40,7 @@ pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
         transport_config().with_cancellation_token(ct).with_max_request_body_bytes(app.defects.body_limit());
     config = match &app.config.allowed_hosts {
         None => config.disable_allowed_hosts(),
+        Some(_) if app.defects.has(Defect::HostUnchecked) => config.disable_allowed_hosts(),
         Some(extra) => {
             let hosts = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(extra.iter().cloned());
             config.with_allowed_hosts(hosts)

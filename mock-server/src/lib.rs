@@ -22,12 +22,14 @@ pub mod ratelimit;
 pub mod redis_store;
 pub mod store;
 pub mod tools;
+pub mod variants;
 
 use std::future::Future;
 use std::sync::Arc;
 
 pub use app::{App, Config};
 pub use defects::Defect;
+pub use variants::Variant;
 
 /// A persona's static development token is this prefix plus the persona's name.
 pub const DEV_TOKEN_PREFIX: &str = "dev-token-";

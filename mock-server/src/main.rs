@@ -8,7 +8,7 @@ use chataigne_contract::dataset::Dataset;
 use clap::{Parser, Subcommand};
 use mock_server::faults::Deadlines;
 use mock_server::logging::{self, Format};
-use mock_server::{Config, Defect, auth};
+use mock_server::{Config, Defect, Variant, auth};
 
 #[derive(Parser)]
 #[command(name = "chataigne-mock", version, about = "The Chataigne reference MCP server (in memory)")]
@@ -33,6 +33,11 @@ struct Cli {
     /// Switch on a deliberate defect (see `chataigne-mock defects`); repeatable.
     #[arg(long = "defect", value_name = "NAME")]
     defects: Vec<String>,
+    /// Switch on an allowed variant: a behaviour the seed allows but the reference does not pick
+    /// (see `chataigne-mock variants`, docs/VARIANTS.md); repeatable. At most one rate variant,
+    /// and none with --redis.
+    #[arg(long = "variant", value_name = "NAME")]
+    variants: Vec<String>,
     #[arg(long, value_enum, default_value = "text")]
     log_format: Format,
     /// Append logs to this file instead of stderr.
@@ -86,6 +91,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the allowed variants: behaviours the seed allows that the reference does not pick.
+    Variants {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 // Per-call allocation dominates the server's CPU under load; mimalloc halves its cost
@@ -106,6 +116,7 @@ fn main() -> anyhow::Result<()> {
     match &cli.command {
         Some(Command::Personas { json }) => return print_personas(&dataset, *json),
         Some(Command::Defects { json }) => return print_defects(*json),
+        Some(Command::Variants { json }) => return print_variants(*json),
         None => {}
     }
     let defects = cli
@@ -116,9 +127,18 @@ fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("unknown defect `{name}` (see `chataigne-mock defects`)"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let variants = cli
+        .variants
+        .iter()
+        .map(|name| {
+            Variant::parse(name)
+                .with_context(|| format!("unknown variant `{name}` (see `chataigne-mock variants`)"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let config = Config {
         control_secret: cli.control_api.then(|| cli.control_secret.clone()),
         defects,
+        variants,
         deadlines: Deadlines {
             read_ms: cli.read_deadline_ms,
             analytics_ms: cli.analytics_deadline_ms,
@@ -134,6 +154,7 @@ fn main() -> anyhow::Result<()> {
         synthetic_orders: cli.synthetic_orders,
         ..Config::new(dataset)
     };
+    config.check_variants()?;
     logging::init(cli.log_format, cli.log_file.as_deref())?;
     let runtime = tokio::runtime::Runtime::new()?;
     if cli.stdio {
@@ -188,6 +209,21 @@ fn print_defects(json: bool) -> anyhow::Result<()> {
     } else {
         for d in Defect::ALL {
             println!("{:<30} {:<8} {}", d.name(), d.clause(), d.description());
+        }
+    }
+    Ok(())
+}
+
+fn print_variants(json: bool) -> anyhow::Result<()> {
+    if json {
+        let list: Vec<_> = Variant::ALL
+            .iter()
+            .map(|v| serde_json::json!({ "name": v.name(), "clause": v.clause(), "description": v.description() }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+    } else {
+        for v in Variant::ALL {
+            println!("{:<30} {:<8} {}", v.name(), v.clause(), v.description());
         }
     }
     Ok(())

@@ -4,6 +4,8 @@
 //! membership → role → idempotency → preconditions → effect (under its deadline).
 //!
 //! Each step is one line of [`call`]; a step that fails ends the call with its contract error.
+//! The `access-before-schema` variant (docs/VARIANTS.md) moves steps 5–7 before step 4, chosen
+//! by one branch.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,20 +46,17 @@ pub async fn call(
 async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Value) -> Outcome {
     // 3. Rate limit: every call that names a real tool counts, failed ones too (LIM-2).
     rate_limit(app, principal, tool)?;
-    // 4. Input schema, the very one tools/list publishes, then the limits a schema cannot say.
-    validate(app, tool, &args)?;
-    let role = if app.defects.has(Defect::OwnershipBeforeScope) {
-        let role = tools::access(app, principal, tool, &args)?;
-        scope(app, principal, tool)?;
-        role
+    if app.variants.access_before_schema() && tools::target_readable(tool, &args) {
+        // The `access-before-schema` variant: 5–7 first, then 4. Arguments too malformed to
+        // name their target take the reference order: the schema error comes first.
+        authorize(app, principal, tool, &args)?;
+        validate(app, tool, &args)?;
     } else {
-        // 5. Scope.
-        scope(app, principal, tool)?;
-        // 6. Resource ownership and membership, read now (AUTH-4, AUTH-7).
-        tools::access(app, principal, tool, &args)?
-    };
-    // 7. Role.
-    check_role(app, tool, role)?;
+        // 4. Input schema, the very one tools/list publishes, then the limits a schema cannot say.
+        validate(app, tool, &args)?;
+        // 5–7. Scope, membership, role.
+        authorize(app, principal, tool, &args)?;
+    }
     let call = Call { app: app.clone(), tool, args, principal: principal.clone() };
     // 8. Idempotency: a replay returns here, after authorization (IDEM-7).
     let claim = match claim(&call) {
@@ -74,6 +73,22 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
     }
     // 10. Effect, under the tool's deadline (LIM-4).
     effect(call, claim).await
+}
+
+/// Steps 5–7: scope, resource ownership and membership, role.
+fn authorize(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> Result<(), ToolError> {
+    let role = if app.defects.has(Defect::OwnershipBeforeScope) {
+        let role = tools::access(app, principal, tool, args)?;
+        scope(app, principal, tool)?;
+        role
+    } else {
+        // 5. Scope.
+        scope(app, principal, tool)?;
+        // 6. Resource ownership and membership, read now (AUTH-4, AUTH-7).
+        tools::access(app, principal, tool, args)?
+    };
+    // 7. Role.
+    check_role(app, tool, role)
 }
 
 fn scope(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolError> {

@@ -239,7 +239,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     let mut profile = if args.embedded {
         #[cfg(feature = "embedded")]
         {
-            let (server, profile) = crate::embedded::start(&[])?;
+            let (server, profile) = crate::embedded::start(&[], &[])?;
             _server = Some(server);
             profile
         }

@@ -27,8 +27,12 @@ impl Drop for EmbeddedServer {
     }
 }
 
-/// The reference server with `defects` switched on (none for a real run).
-pub fn start(defects: &[mock_server::Defect]) -> anyhow::Result<(EmbeddedServer, Profile)> {
+/// The reference server with `defects` (deliberate bugs) and `variants` (other readings the seed
+/// allows) switched on; none of either for a real run.
+pub fn start(
+    defects: &[mock_server::Defect],
+    variants: &[mock_server::Variant],
+) -> anyhow::Result<(EmbeddedServer, Profile)> {
     let secret = format!("embedded-{}", std::process::id());
     let log_path = install_log()?;
 
@@ -40,6 +44,7 @@ pub fn start(defects: &[mock_server::Defect]) -> anyhow::Result<(EmbeddedServer,
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<()>>();
     let mut config = mock_server::Config::for_tests(&secret);
     config.defects = defects.to_vec();
+    config.variants = variants.to_vec();
     let thread = std::thread::Builder::new().name("chataigne-mock".into()).spawn(move || {
         let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
         {

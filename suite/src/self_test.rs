@@ -34,10 +34,7 @@ pub fn run<Out: io::Write + 'static>(
         crate::cli::create_parent(path)?;
     }
     let source = FeatureSource::choose(features);
-    let run_with = |defects: &[mock_server::Defect], tags: Option<&str>| -> anyhow::Result<Report> {
-        let (_server, mut profile) = crate::embedded::start(defects)?;
-        // The reference server makes every reference choice: it is held to the full level.
-        profile.level = crate::report::Level::Full;
+    let run_profile = |profile: crate::profile::Profile, tags: Option<&str>| -> anyhow::Result<Report> {
         let mut argv = vec!["self-test", "--color", "never"];
         if let Some(tags) = tags {
             argv.extend(["--tags", tags]);
@@ -45,6 +42,19 @@ pub fn run<Out: io::Write + 'static>(
         let opts = <crate::runner::CucumberOpts<cucumber::cli::Empty> as clap::Parser>::try_parse_from(argv)?;
         let outputs = crate::runner::Outputs { console: io::sink(), junit: None, cucumber_json: None };
         crate::cli::run_profile(profile, source.clone(), opts, outputs)
+    };
+    let run_with = |defects: &[mock_server::Defect], tags: Option<&str>| -> anyhow::Result<Report> {
+        let (_server, mut profile) = crate::embedded::start(defects, &[])?;
+        // The reference server makes every reference choice: it is held to the full level.
+        profile.level = crate::report::Level::Full;
+        run_profile(profile, tags)
+    };
+    let run_variant = |variant: mock_server::Variant| -> anyhow::Result<Report> {
+        let (_server, mut profile) = crate::embedded::start(&[], &[variant])?;
+        // Certified as a third party would be: the seed level, no control API.
+        profile.level = crate::report::Level::Seed;
+        profile.control = None;
+        run_profile(profile, None)
     };
 
     let clean = run_with(&[], None)?;
@@ -119,12 +129,92 @@ pub fn run<Out: io::Write + 'static>(
         mock_server::Defect::ALL.len() - survivors.len(),
         mock_server::Defect::ALL.len()
     );
+
+    // The other half of the proof: servers that make another choice the seed allows must be
+    // certified (no false failures), and the suite must still notice the difference at the full
+    // level where it is not a matter of timing.
+    md.push_str(
+        "\n## Acceptance matrix: every allowed variant of the reference server certified at the seed level\n\n",
+    );
+    md.push_str("| variant | what it changes | seed level | as expected | differs at the full level |\n|---|---|---|---|---|\n");
+    let mut rejected = Vec::new();
+    for variant in mock_server::Variant::ALL {
+        let report = run_variant(*variant)?;
+        let verdict = acceptance(variant.name(), &report);
+        let differs = report.summary.ext_differences.join(", ");
+        let seed = if report.summary.certified { "certified" } else { "not certified" };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {seed} | {} | {differs} |",
+            variant.name(),
+            variant.description(),
+            match &verdict {
+                Ok(why) => format!("✅ {why}"),
+                Err(why) => format!("❌ {}", why.replace('|', "\\|")),
+            }
+        );
+        let _ = writeln!(
+            console,
+            "{:<30} {:<13} {:<9} full level differs: {differs}",
+            variant.name(),
+            seed,
+            if verdict.is_ok() { "expected" } else { "WRONG" },
+        );
+        if let Err(why) = verdict {
+            rejected.push(format!("{}: {why}", variant.name()));
+        }
+    }
     if let Some(path) = markdown {
         std::fs::write(path, &md).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
-    let code = if clean_ok && survivors.is_empty() { 0 } else { 1 };
+    let code = if clean_ok && survivors.is_empty() && rejected.is_empty() { 0 } else { 1 };
     crate::embedded::finish_log(code != 0);
-    let error =
-        (!survivors.is_empty()).then(|| format!("defects no scenario catches: {}", survivors.join(", ")));
+    let mut problems = Vec::new();
+    if !survivors.is_empty() {
+        problems.push(format!("defects no scenario catches: {}", survivors.join(", ")));
+    }
+    if !rejected.is_empty() {
+        problems.push(format!("allowed variants judged wrongly: {}", rejected.join("; ")));
+    }
+    let error = (!problems.is_empty()).then(|| problems.join("; "));
     Ok(Outcome { code, error, report: Some(clean) })
+}
+
+/// Variants whose difference the full level must notice whatever the timing (the rate-window
+/// variants may or may not differ, depending on where a minute boundary falls).
+#[cfg(feature = "embedded")]
+const NOTICED_AT_FULL: &[(&str, &str)] = &[
+    ("lifecycle-skip-forward", "PRE-3"),
+    ("error-extra-fields", "AUTH-4"),
+    ("no-membership-forbidden", "AUTH-7"),
+    ("access-before-schema", "AUTH-8"),
+];
+
+/// The variant that answers with another data shape: ENV-7 must fail alone.
+#[cfg(feature = "embedded")]
+const SHAPE_VARIANT: &str = "bare-order-data";
+
+/// Whether a variant's report is what the contract says it should be, and why.
+#[cfg(feature = "embedded")]
+fn acceptance(variant: &str, report: &Report) -> Result<String, String> {
+    let failed: Vec<&str> =
+        report.clauses.iter().filter(|c| c.status == Status::Failed).map(|c| c.id.as_str()).collect();
+    if variant == SHAPE_VARIANT {
+        let blocked: Vec<&str> =
+            report.clauses.iter().filter(|c| c.status == Status::Blocked).map(|c| c.id.as_str()).collect();
+        return if failed == ["ENV-7"] {
+            Ok(format!("only ENV-7 failed; blocked: {}", blocked.join(", ")))
+        } else {
+            Err(format!("expected ENV-7 alone to fail, failed: {}", failed.join(", ")))
+        };
+    }
+    if !report.summary.certified {
+        return Err(format!("not certified at the seed level; failed: {}", failed.join(", ")));
+    }
+    if let Some((_, clause)) = NOTICED_AT_FULL.iter().find(|(v, _)| *v == variant)
+        && !report.summary.ext_differences.iter().any(|c| c == clause)
+    {
+        return Err(format!("the full level did not notice the difference under {clause}"));
+    }
+    Ok("certified".to_owned())
 }

@@ -77,12 +77,24 @@ pub fn has_target(tool: ToolName) -> bool {
     !matches!(tool, ToolName::ListOrganizations | ToolName::CreateOrganization | ToolName::ListRestaurants)
 }
 
+/// Can the target's membership be looked up from these (unvalidated) arguments? The
+/// `access-before-schema` variant checks access first only then; otherwise the schema decides.
+pub fn target_readable(tool: ToolName, args: &Value) -> bool {
+    let named = |name| args.get(name).is_some_and(Value::is_string);
+    match tool {
+        ToolName::ListOrganizations | ToolName::CreateOrganization => true,
+        ToolName::ListRestaurants => args.get("organization_id").is_none_or(Value::is_string),
+        ToolName::CreateRestaurant => named("organization_id"),
+        _ => named("restaurant_id"),
+    }
+}
+
 /// Steps 6 and 7's input: the caller's current role on the tool's target. A target outside the
 /// caller's memberships and one that does not exist get the same error (AUTH-4).
 pub fn access(
     app: &App,
     principal: &Principal,
-    _tool: ToolName,
+    tool: ToolName,
     args: &Value,
 ) -> Result<Option<Role>, ToolError> {
     let data = app.store.read();
@@ -102,6 +114,10 @@ pub fn access(
             Some(role) => Ok(Some(role)),
             None => Err(forbidden()),
         };
+    }
+    // The `no-membership-forbidden` variant: no current membership at all is refused.
+    if app.variants.forbids_without_membership(tool) && data.active_memberships(user).next().is_none() {
+        return Err(forbidden());
     }
     Ok(None)
 }

@@ -52,12 +52,17 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
         .order(&data, call.restaurant_id()?, call.req("order_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
     let summary = format!("Order {}: {}, {} cents", o.id(), o.row.status, o.row.total_cents);
-    super::single(call, "order", to_json(&o), summary)
+    Ok(call.app.variants.order_output(super::single(call, "order", to_json(&o), summary)?))
 }
 
-fn allowed(from: &str, to: &str) -> bool {
+/// One step forward; any forward move with the `lifecycle-skip-forward` variant.
+fn allowed(from: &str, to: &str, skip_forward: bool) -> bool {
     let step = |s| ORDER_LIFECYCLE.iter().position(|x| *x == s);
-    matches!((step(from), step(to)), (Some(a), Some(b)) if b == a + 1)
+    match (step(from), step(to)) {
+        (Some(a), Some(b)) if skip_forward => b > a,
+        (Some(a), Some(b)) => b == a + 1,
+        _ => false,
+    }
 }
 
 pub fn check_transition(call: &Call) -> Result<(), ToolError> {
@@ -67,7 +72,9 @@ pub fn check_transition(call: &Call) -> Result<(), ToolError> {
     if *o.row.status != *expected && !call.app.defects.ignores_expected_status() {
         return Err(ErrorCode::ExpectedStateMismatch.into());
     }
-    if !allowed(&o.row.status, target) && !call.app.defects.ignores_lifecycle() {
+    if !allowed(&o.row.status, target, call.app.variants.skips_forward())
+        && !call.app.defects.ignores_lifecycle()
+    {
         return Err(ErrorCode::OrderStatusPreconditionFailed.into());
     }
     Ok(())
@@ -88,14 +95,15 @@ pub fn update_status(call: &Call) -> Result<Output, ToolError> {
     row.status = status;
     row.updated_at = now.into();
     let o = OrderRef { restaurant_id: rid, key, row };
-    Ok(Output::new(json!({ "order": o }), format!("Order {} is now {}", o.id(), o.row.status)))
+    let out = Output::new(json!({ "order": o }), format!("Order {} is now {}", o.id(), o.row.status));
+    Ok(call.app.variants.order_output(out))
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn lifecycle_is_one_step_forward() {
-        let check = |from, to, ok| assert_eq!(super::allowed(from, to), ok, "{from} → {to}");
+        let check = |from, to, ok| assert_eq!(super::allowed(from, to, false), ok, "{from} → {to}");
         check("received", "accepted", true);
         check("accepted", "preparing", true);
         check("ready", "completed", true);
@@ -103,5 +111,19 @@ mod tests {
         check("completed", "accepted", false);
         check("cancelled", "accepted", false);
         check("accepted", "accepted", false);
+    }
+
+    #[test]
+    fn variants_lifecycle_skip_forward_allows_any_forward_move() {
+        let check = |from, to, ok| assert_eq!(super::allowed(from, to, true), ok, "{from} → {to}");
+        check("received", "accepted", true);
+        check("received", "preparing", true);
+        check("received", "completed", true);
+        check("accepted", "completed", true);
+        check("completed", "accepted", false);
+        check("preparing", "received", false);
+        check("accepted", "accepted", false);
+        check("cancelled", "accepted", false);
+        check("rejected", "completed", false);
     }
 }

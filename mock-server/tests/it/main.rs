@@ -19,3 +19,4 @@ mod rate_limits;
 mod security;
 mod shutdown;
 mod stdio;
+mod variants;

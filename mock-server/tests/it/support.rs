@@ -185,15 +185,16 @@ pub fn code_of(reply: &Reply) -> Option<ErrorCode> {
 }
 
 /// The checks every tool result gets, so PROTO-4, ENV-1..5 hold on every call a test makes.
+/// `published`: the server's own output schemas when its variants change them (docs/VARIANTS.md).
 #[track_caller]
-fn verify(tool: &str, reply: &Reply) {
+fn verify(tool: &str, reply: &Reply, published: Option<&HashMap<ToolName, Validator>>) {
     assert_eq!(reply.status, 200, "tools/call answers HTTP 200: {}", reply.body);
     let Some(result) = reply.body.get("result") else {
         assert!(reply.body.get("error").is_some(), "neither result nor error: {}", reply.body);
         return;
     };
     let tool = ToolName::parse(tool).unwrap_or_else(|| panic!("a result for unknown tool {tool}"));
-    verify_result(tool, result);
+    verify_result_with(tool, result, published.map_or_else(|| output_validator(tool), |p| &p[&tool]));
     // ENV-2: the request_id format, and the same ID in the `x-request-id` header.
     let request_id = reply.request_id();
     assert!(envelope::is_request_id(request_id), "request_id {request_id}");
@@ -217,9 +218,13 @@ fn verify(tool: &str, reply: &Reply) {
 /// and ENV-4 (the envelope, `isError`) and ENV-5 (the code table).
 #[track_caller]
 pub fn verify_result(tool: ToolName, result: &Value) {
+    verify_result_with(tool, result, output_validator(tool));
+}
+
+#[track_caller]
+fn verify_result_with(tool: ToolName, result: &Value, validator: &Validator) {
     let structured = &result["structuredContent"];
     assert!(structured.is_object(), "{tool}: no structuredContent: {result}");
-    let validator = output_validator(tool);
     assert!(
         validator.is_valid(structured),
         "{tool}: structuredContent off its output schema: {:?}\n{structured}",
@@ -239,6 +244,8 @@ pub struct Server {
     http: reqwest::Client,
     next_id: AtomicU64,
     stop: Option<oneshot::Sender<()>>,
+    /// The output schemas this server publishes, when its variants patch the contract's.
+    published: Option<HashMap<ToolName, Validator>>,
 }
 
 impl Drop for Server {
@@ -287,6 +294,13 @@ pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Server {
             format!("it-{}-{}", std::process::id(), NAMESPACE.fetch_add(1, Ordering::Relaxed));
     }
     tweak(&mut config);
+    let published = (!config.variants.is_empty()).then(|| {
+        let variants = mock_server::variants::Variants::new(&config.variants);
+        ToolName::ALL
+            .iter()
+            .map(|t| (*t, Validator::new(&variants.output_schema(*t)).expect("output schemas compile")))
+            .collect()
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
     let addr = listener.local_addr().expect("a local address");
     let (stop, stopped) = oneshot::channel::<()>();
@@ -301,6 +315,7 @@ pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Server {
         http: reqwest::Client::new(),
         next_id: AtomicU64::new(1),
         stop: Some(stop),
+        published,
     }
 }
 
@@ -358,7 +373,7 @@ impl Server {
             headers: http.headers,
             body: http.json,
         };
-        verify(tool, &reply);
+        verify(tool, &reply, self.published.as_ref());
         reply
     }
 

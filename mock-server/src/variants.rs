@@ -1,0 +1,227 @@
+//! Allowed variants (`--variant NAME`): behaviours the French seed contract allows but the
+//! reference server does not pick, so the suite's self-test can prove it certifies each of them
+//! at the seed level (no false failures). The positive counterpart of `defects.rs`, built the same
+//! way: the healthy code asks this one seam at a few named points, and with no variant set every
+//! answer here is the reference one. Documented in docs/VARIANTS.md.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use chataigne_contract::ToolName;
+use serde_json::{Value, json};
+
+use crate::ratelimit::{MemoryLimiter, RateLimiter, SlidingLogLimiter, TokenBucketLimiter};
+use crate::tools::Output;
+
+macro_rules! variants {
+    ($($variant:ident = $name:literal, $clause:literal, $what:literal;)*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Variant { $($variant,)* }
+
+        impl Variant {
+            pub const ALL: &'static [Variant] = &[$(Variant::$variant,)*];
+            pub fn name(self) -> &'static str { match self { $(Variant::$variant => $name,)* } }
+            /// The clause whose seed reading allows this variant: the suite must still certify
+            /// the seed level with it.
+            pub fn clause(self) -> &'static str { match self { $(Variant::$variant => $clause,)* } }
+            pub fn description(self) -> &'static str { match self { $(Variant::$variant => $what,)* } }
+            pub fn parse(name: &str) -> Option<Variant> { match name { $($name => Some(Variant::$variant),)* _ => None } }
+        }
+    };
+}
+
+variants! {
+    LifecycleSkipForward = "lifecycle-skip-forward", "PRE-3", "update_order_status accepts any forward move in the lifecycle (received → preparing)";
+    ErrorExtraFields = "error-extra-fields", "ENV-4", "data.error also carries occurred_at and trace_id (published in the output schemas)";
+    NoMembershipForbidden = "no-membership-forbidden", "AUTH-7", "a user without a current membership gets MCP_RESOURCE_FORBIDDEN from the unscoped lists";
+    AccessBeforeSchema = "access-before-schema", "AUTH-8", "scope, membership and role are checked before the input schema";
+    CalendarMinuteWindows = "calendar-minute-windows", "LIM-2", "rate windows are calendar minutes of the server's clock";
+    TokenBucket = "token-bucket", "LIM-2", "rate limiting is a token bucket of the limit, refilled at the limit per minute";
+    SlidingLog = "sliding-log", "LIM-2", "rate limiting is a true sliding window of 60 s";
+    BareOrderData = "bare-order-data", "ENV-7", "get_order and update_order_status answer with the order itself as data";
+}
+
+/// The variants that replace the in-memory rate limiter: at most one of them at a time.
+const RATE_VARIANTS: [Variant; 3] =
+    [Variant::CalendarMinuteWindows, Variant::TokenBucket, Variant::SlidingLog];
+
+/// Refuses combinations that cannot run: two rate variants together, or a rate variant with
+/// Redis (the variants replace the in-memory limiter only).
+pub fn check(list: &[Variant], redis: bool) -> Result<(), String> {
+    let rate: BTreeSet<&str> = list.iter().filter(|v| RATE_VARIANTS.contains(v)).map(|v| v.name()).collect();
+    if rate.len() > 1 {
+        let names: Vec<&str> = rate.into_iter().collect();
+        return Err(format!(
+            "variants {} cannot be combined: each replaces the rate limiter (pick one)",
+            names.join(", ")
+        ));
+    }
+    if let (Some(name), true) = (rate.first(), redis) {
+        return Err(format!(
+            "variant {name} applies to the in-memory rate limiter only; it cannot run with --redis"
+        ));
+    }
+    Ok(())
+}
+
+/// The variants switched on.
+#[derive(Debug, Default, Clone)]
+pub struct Variants(BTreeSet<Variant>);
+
+impl Variants {
+    pub fn new(list: &[Variant]) -> Variants {
+        Variants(list.iter().copied().collect())
+    }
+
+    pub fn has(&self, v: Variant) -> bool {
+        self.0.contains(&v)
+    }
+
+    pub fn any(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    // --- protocol and envelope ---
+
+    /// The output schema to publish: the contract's, patched for the variants that change a
+    /// shape (the error object's extra fields, the bare order).
+    pub fn output_schema(&self, tool: ToolName) -> Value {
+        let mut schema = tool.output_schema();
+        if self.has(Variant::ErrorExtraFields)
+            && let Some(props) = schema
+                .pointer_mut("/oneOf/1/properties/data/properties/error/properties")
+                .and_then(Value::as_object_mut)
+        {
+            props.insert(
+                "occurred_at".into(),
+                json!({
+                    "type": "string", "format": "date-time",
+                    "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$",
+                }),
+            );
+            props.insert("trace_id".into(), json!({ "type": "string", "pattern": "^[0-9a-f]{32}$" }));
+        }
+        if self.bare_order(tool)
+            && let Some(data) = schema.pointer_mut("/oneOf/0/properties/data")
+        {
+            *data = data["properties"]["order"].take();
+        }
+        schema
+    }
+
+    /// Adds the extra error fields of `error-extra-fields` to a finished envelope.
+    pub fn envelope(&self, structured: &mut Value, now_ms: i64) {
+        if !self.has(Variant::ErrorExtraFields) {
+            return;
+        }
+        if let Some(err) = structured.pointer_mut("/data/error").and_then(Value::as_object_mut) {
+            err.insert("occurred_at".into(), timestamp_ms(now_ms).into());
+            err.insert("trace_id".into(), format!("{:032x}", rand::random::<u128>()).into());
+        }
+    }
+
+    fn bare_order(&self, tool: ToolName) -> bool {
+        self.has(Variant::BareOrderData) && matches!(tool, ToolName::GetOrder | ToolName::UpdateOrderStatus)
+    }
+
+    /// `bare-order-data`: the order itself as `data`, not `{ "order": … }`.
+    pub fn order_output(&self, mut out: Output) -> Output {
+        if self.has(Variant::BareOrderData) {
+            out.data = out.data["order"].take();
+        }
+        out
+    }
+
+    // --- authorization ---
+
+    /// `access-before-schema`: scope, membership and role before the input schema.
+    pub fn access_before_schema(&self) -> bool {
+        self.has(Variant::AccessBeforeSchema)
+    }
+
+    /// `no-membership-forbidden`: may this targetless list refuse a user with no membership?
+    pub fn forbids_without_membership(&self, tool: ToolName) -> bool {
+        self.has(Variant::NoMembershipForbidden)
+            && matches!(tool, ToolName::ListOrganizations | ToolName::ListRestaurants)
+    }
+
+    // --- limits ---
+
+    /// The in-memory rate limiter: the reference's window opened by a pair's first call, or the
+    /// one rate variant switched on.
+    pub fn memory_limiter(&self) -> Arc<dyn RateLimiter> {
+        if self.has(Variant::CalendarMinuteWindows) {
+            Arc::new(MemoryLimiter::calendar_minutes())
+        } else if self.has(Variant::TokenBucket) {
+            Arc::new(TokenBucketLimiter::default())
+        } else if self.has(Variant::SlidingLog) {
+            Arc::new(SlidingLogLimiter::default())
+        } else {
+            Arc::new(MemoryLimiter::default())
+        }
+    }
+
+    // --- preconditions ---
+
+    /// `lifecycle-skip-forward`: any forward move is allowed, not only the next step.
+    pub fn skips_forward(&self) -> bool {
+        self.has(Variant::LifecycleSkipForward)
+    }
+}
+
+/// RFC 3339 UTC with milliseconds: `2026-11-05T12:34:56.789Z`.
+fn timestamp_ms(now_ms: i64) -> String {
+    let seconds = chataigne_contract::time::format_timestamp(now_ms.div_euclid(1000));
+    let whole = seconds.strip_suffix('Z').unwrap_or(&seconds);
+    format!("{whole}.{:03}Z", now_ms.rem_euclid(1000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant is documented for implementers, names a clause and parses back.
+    #[test]
+    fn variants_are_documented_and_parse() {
+        let doc = include_str!("../../docs/VARIANTS.md");
+        for v in Variant::ALL {
+            assert!(chataigne_contract::clauses::find(v.clause()).is_some(), "{} names no clause", v.name());
+            assert!(
+                doc.contains(&format!("| `{}` | {} |", v.name(), v.clause())),
+                "{} is not in docs/VARIANTS.md",
+                v.name()
+            );
+            assert_eq!(Variant::parse(v.name()), Some(*v));
+        }
+        assert_eq!(Variant::parse("no-such-variant"), None);
+    }
+
+    #[test]
+    fn variants_rate_combinations_are_refused() {
+        use Variant::*;
+        assert_eq!(check(&[], true), Ok(()));
+        assert_eq!(check(Variant::ALL, false).map_err(|e| e.contains("cannot be combined")), Err(true));
+        assert!(check(&[TokenBucket, SlidingLog], false).is_err());
+        assert!(check(&[CalendarMinuteWindows, TokenBucket], false).is_err());
+        assert_eq!(check(&[TokenBucket, TokenBucket, BareOrderData, AccessBeforeSchema], false), Ok(()));
+        let redis = check(&[SlidingLog], true).unwrap_err();
+        assert!(redis.contains("sliding-log") && redis.contains("--redis"), "{redis}");
+        assert_eq!(check(&[ErrorExtraFields, LifecycleSkipForward, NoMembershipForbidden], true), Ok(()));
+    }
+
+    #[test]
+    fn variants_leave_schemas_alone_unless_they_change_a_shape() {
+        let none = Variants::default();
+        let all = Variants::new(&[Variant::LifecycleSkipForward, Variant::AccessBeforeSchema]);
+        for tool in ToolName::ALL {
+            assert_eq!(none.output_schema(*tool), tool.output_schema(), "{tool}");
+            assert_eq!(all.output_schema(*tool), tool.output_schema(), "{tool}");
+        }
+    }
+
+    #[test]
+    fn variants_timestamps_have_milliseconds() {
+        assert_eq!(timestamp_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(timestamp_ms(1_795_000_000_007), "2026-11-18T11:06:40.007Z");
+    }
+}
