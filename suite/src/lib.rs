@@ -19,6 +19,7 @@ pub mod preflight;
 pub mod profile;
 pub mod report;
 pub mod runner;
+pub mod schedule;
 pub mod self_test;
 pub mod shape;
 pub mod stdio;

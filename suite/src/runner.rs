@@ -59,6 +59,10 @@ where
         .normalized();
 
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(ctx.profile.deadline_s);
+    let locks = Arc::new(crate::schedule::Locks::default());
+    let claims = Arc::new(crate::schedule::Claims::default());
+    let personas: Arc<Vec<String>> =
+        Arc::new(ctx.dataset.personas.iter().map(|p| p.persona.clone()).collect());
     let before_ctx = Arc::clone(&ctx);
     let after_ctx = Arc::clone(&ctx);
     let after_log = Rc::clone(&log);
@@ -71,6 +75,7 @@ where
     .max_concurrent_scenarios(DEFAULT_CONCURRENCY)
     .before(move |feature, rule, scenario, world| {
         let ctx = Arc::clone(&before_ctx);
+        let (locks, claims, personas) = (Arc::clone(&locks), Arc::clone(&claims), Arc::clone(&personas));
         async move {
             let tags: Vec<String> = feature
                 .tags
@@ -79,8 +84,21 @@ where
                 .chain(&scenario.tags)
                 .cloned()
                 .collect();
+            // Wait until no conflicting scenario runs (crate::schedule).
+            let steps: Vec<String> = feature
+                .background
+                .iter()
+                .chain(rule.iter().flat_map(|r| &r.background))
+                .flat_map(|b| &b.steps)
+                .chain(&scenario.steps)
+                .map(|s| s.value.clone())
+                .collect();
+            let needs = crate::schedule::Needs::of(&tags, &steps, &personas);
+            world.whole_server = needs.resources.get("server") == Some(&true);
+            world.held = Some(locks.acquire(&needs).await);
             world.install(ctx, &scenario.name, &tags);
             world.deadline = Some(deadline);
+            world.claims = Some(claims);
         }
         .boxed_local()
     })
@@ -138,8 +156,12 @@ where
                     });
                 }
             }
-            // A scenario that changed server state leaves it as it found it.
+            // A scenario that changed the whole server through the control API leaves it as it
+            // found it. Ordinary writes are not undone: the suite tolerates what they add, as it
+            // must on a server without a control API, and a reset would disturb scenarios
+            // running beside them.
             if world.dirty
+                && world.whole_server
                 && let Some(control) = &ctx.control
             {
                 if let Err(e) = control.reset().await {

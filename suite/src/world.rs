@@ -60,6 +60,12 @@ pub struct ConformanceWorld {
     pub deadline: Option<std::time::Instant>,
     /// Bytes of answers held in `history` (see [`HISTORY_BUDGET_BYTES`]).
     retained_bytes: usize,
+    /// The locks this scenario holds while it runs (`crate::schedule`).
+    pub held: Option<crate::schedule::Held>,
+    /// It changes the whole server (control API): it runs alone, and resets the server after.
+    pub whole_server: bool,
+    /// Records picked by the run's scenarios, so two never pick the same order.
+    pub claims: Option<Arc<crate::schedule::Claims>>,
 }
 
 /// One call of a batch run at once (`ConformanceWorld::concurrently`).
