@@ -1,7 +1,9 @@
 Feature: Pagination
   Lists come in pages of 20 by default and 50 at most; `meta.next_cursor` is there exactly when
   more items follow; walking every page gives every item once, in the documented order. The busy
-  restaurant has 137 orders, the small one 3, and the long conversation 150 messages.
+  restaurant has 137 orders, the small one 3, and the long conversation 150 messages in the
+  dataset. No tool creates orders, but messages are sent by earlier runs and by people on a server
+  nothing resets: walks of messages check every message the server lists, once and in its place.
 
   Background:
     Given the persona "owner"
@@ -104,7 +106,7 @@ Feature: Pagination
     And the page has a next cursor
 
   @PAG-8
-  Scenario: Conversation detail returns at most 100 messages per call, and every message once
+  Scenario: Conversation detail returns at most 100 messages per call, and every message once, sent ones included
     When they get the long conversation with message_limit 100
     Then the page holds 100 messages
     And the page has a next cursor

@@ -157,6 +157,10 @@ pub struct RunContext {
     pub control: Option<Control>,
     pub capabilities: Capabilities,
     pub published: Published,
+    /// How many more runs the server's data is good for (orders a run moves forward, counted at
+    /// start): "dataset: N runs left before re-seeding". `None` when not counted: the control API
+    /// resets the state, the owner's token is missing, or the orders could not be listed.
+    pub runs_left: Option<usize>,
 }
 
 impl RunContext {

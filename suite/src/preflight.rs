@@ -7,6 +7,9 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
+use chataigne_contract::dataset::{Dataset, RECEIVED_PER_RUN};
+use chataigne_contract::envelope::{self, Parsed};
+
 use crate::client::{Exchange, McpClient};
 use crate::context::{Capabilities, Published, RunContext, http_client, load_dataset};
 use crate::control::Control;
@@ -30,7 +33,9 @@ pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
         Some(pool) => connect_stdio(&profile, pool, timeout).await?,
         None => connect(&profile, &http, &endpoint, timeout).await?,
     };
+    profile.check_server_log()?;
     let published = list_tools(&mut client).await;
+    let runs_left = dataset_runs_left(&profile, &dataset, &mut client).await?;
     drop(client);
 
     let mut capabilities = Capabilities {
@@ -62,7 +67,104 @@ pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
         control,
         capabilities,
         published,
+        runs_left,
     })
+}
+
+/// The busy restaurant's orders a run needs, by status: how many it moves out of that status at
+/// most on a server nothing resets, and how many must be there when it starts (PRE-3 moves
+/// orders back from `preparing`, `ready` and `completed`: refused, so never consumed).
+pub const ORDERS_A_RUN_NEEDS: [(&str, usize, usize); 4] = [
+    ("received", RECEIVED_PER_RUN, RECEIVED_PER_RUN),
+    ("preparing", 0, 1),
+    ("ready", 0, 1),
+    ("completed", 0, 1),
+];
+
+/// Pages of 50 counted per status: runs are counted up to 500 orders.
+const COUNT_PAGES: usize = 10;
+
+/// Without the control API nothing resets what runs change: count the orders runs move forward,
+/// print how many runs are left, and end here (exit code 2) when none is. `None` when not
+/// counted (the control API restores the state; no owner token; the orders could not be listed:
+/// the scenarios will say why).
+async fn dataset_runs_left(
+    profile: &Profile,
+    dataset: &Dataset,
+    client: &mut McpClient,
+) -> anyhow::Result<Option<usize>> {
+    if profile.control.is_some() || client.persona.as_deref() != Some("owner") {
+        return Ok(None);
+    }
+    let restaurant = &dataset.landmarks.busy_restaurant;
+    let server_id = profile.id_map().to_server(restaurant);
+    let mut counts = Vec::new();
+    for (status, per_run, _) in ORDERS_A_RUN_NEEDS {
+        let pages = if per_run == 0 { 1 } else { COUNT_PAGES };
+        match count_orders(client, &server_id, status, pages).await {
+            Ok(n) => counts.push((status, n)),
+            Err(why) => {
+                eprintln!("dataset: runs left not counted ({why})");
+                return Ok(None);
+            }
+        }
+    }
+    let (runs, limiting) = runs_left(&counts);
+    if runs == 0 {
+        bail!("the dataset is used up: re-seed fixtures/dataset.json ({restaurant} has {limiting})");
+    }
+    eprintln!("dataset: {runs} runs left before re-seeding ({restaurant} has {limiting})");
+    Ok(Some(runs))
+}
+
+/// How many runs `counts` (orders of the busy restaurant per status) allow, and what limits them
+/// ("86 orders in status received; a run moves up to 3").
+pub fn runs_left(counts: &[(&str, usize)]) -> (usize, String) {
+    let mut best: Option<(usize, String)> = None;
+    for (status, per_run, need) in ORDERS_A_RUN_NEEDS {
+        let n = counts.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n);
+        let (runs, why) = if n < need {
+            (0, format!("{n} orders in status {status}; a run needs {need}"))
+        } else if let Some(more) = (n - need).checked_div(per_run) {
+            (more + 1, format!("{n} orders in status {status}; a run moves up to {per_run}"))
+        } else {
+            // A run moves none of these: having them is enough.
+            continue;
+        };
+        if best.as_ref().is_none_or(|(b, _)| runs < *b) {
+            best = Some((runs, why));
+        }
+    }
+    best.unwrap_or((usize::MAX, "every status a run needs".to_owned()))
+}
+
+/// Orders of `restaurant` (server ID) in `status`, over at most `pages` pages of 50.
+async fn count_orders(
+    client: &mut McpClient,
+    restaurant: &str,
+    status: &str,
+    pages: usize,
+) -> Result<usize, String> {
+    let mut n = 0;
+    let mut cursor: Option<String> = None;
+    for _ in 0..pages {
+        let mut args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 50 });
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let ex = client.call_tool("list_orders", args).await;
+        let page = match ex.structured().map(envelope::parse) {
+            Some(Ok(Parsed::Success { data, meta })) if !ex.is_error() => (data, meta),
+            _ => return Err(format!("list_orders of {status} orders: {}", ex.summary())),
+        };
+        let orders = page.0.get("orders").and_then(Value::as_array);
+        n += orders.ok_or_else(|| format!("list_orders of {status} orders: no data.orders"))?.len();
+        cursor = page.1.next_cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(n)
 }
 
 /// Initialize with the persona tokens, the owner first, until one works.
@@ -193,4 +295,21 @@ pub async fn list_all_tools(client: &mut McpClient) -> Result<Vec<Value>, String
         }
     }
     Err("tools/list did not end after 100 pages".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_left;
+
+    #[test]
+    fn runs_left_follow_the_scarcest_status() {
+        let all = |received| [("received", received), ("preparing", 6), ("ready", 3), ("completed", 25)];
+        assert_eq!(runs_left(&all(86)).0, 28);
+        assert_eq!(runs_left(&all(3)).0, 1);
+        let (runs, why) = runs_left(&all(2));
+        assert_eq!(runs, 0);
+        assert_eq!(why, "2 orders in status received; a run needs 3");
+        let (runs, why) = runs_left(&[("received", 86), ("preparing", 6), ("completed", 25)]);
+        assert_eq!((runs, why.as_str()), (0, "0 orders in status ready; a run needs 1"));
+    }
 }

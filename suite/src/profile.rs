@@ -115,12 +115,6 @@ impl Profile {
                 empty.join(", ")
             );
         }
-        if let Some(log) = &self.server_log {
-            // SEC-1 and IDEM-8 read it: a wrong path is a setup problem, not a server failure.
-            std::fs::File::open(log).with_context(|| {
-                format!("server_log {} cannot be read: fix the path, or remove `server_log`", log.display())
-            })?;
-        }
         if let Some(control) = &self.control {
             check_url(&control.url).context("control.url")?;
         }
@@ -129,6 +123,17 @@ impl Profile {
         }
         if self.deadline_s == 0 {
             bail!("deadline_s must be positive");
+        }
+        Ok(())
+    }
+
+    /// SEC-1 and IDEM-8 read the server's log: a wrong path is a setup problem, not a server
+    /// failure. Checked once the server runs (a stdio server creates its log when it starts).
+    pub fn check_server_log(&self) -> anyhow::Result<()> {
+        if let Some(log) = &self.server_log {
+            std::fs::File::open(log).with_context(|| {
+                format!("server_log {} cannot be read: fix the path, or remove `server_log`", log.display())
+            })?;
         }
         Ok(())
     }
@@ -260,10 +265,11 @@ mod tests {
             "endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"t\"\nviewer = \" \"",
             "the token of viewer is empty",
         );
-        check(
-            "endpoint = \"http://x/mcp\"\nserver_log = \"/nonexistent/chataigne.log\"\n[tokens]\nowner = \"t\"",
-            "server_log /nonexistent/chataigne.log cannot be read",
-        );
+        let profile =
+            Profile::parse("endpoint = \"http://x/mcp\"\nserver_log = \"/nonexistent/chataigne.log\"\n[tokens]\nowner = \"t\"")
+                .unwrap();
+        let err = format!("{:#}", profile.check_server_log().unwrap_err());
+        assert!(err.contains("server_log /nonexistent/chataigne.log cannot be read"), "{err}");
     }
 
     #[test]

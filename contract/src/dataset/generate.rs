@@ -194,13 +194,15 @@ fn busy_orders() -> Vec<Order> {
                     rng.between(3 * 60, 4 * 3600)
                 };
             }
-            // The newest orders are still in progress; older ones have reached an end state.
+            // The newest orders are in progress. Older ones have mostly reached an end state,
+            // but a backlog was never accepted: the orders re-runs move forward (`RERUNS`).
             let status = if i <= 24 {
                 rng.pick(&["received", "received", "accepted", "preparing", "ready"])
             } else {
                 match rng.below(100) {
-                    0..80 => "completed",
-                    80..92 => "cancelled",
+                    0..72 => "received",
+                    72..90 => "completed",
+                    90..96 => "cancelled",
                     _ => "rejected",
                 }
             };

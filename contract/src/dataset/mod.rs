@@ -12,6 +12,17 @@ mod tests;
 
 pub use generate::{generate, synthetic_orders};
 
+/// How many orders of the busy restaurant one run of the conformance suite moves out of
+/// `received` at most, on a server nothing resets (no control API): PRE-2 and PRE-4 move one
+/// each to `accepted`, and PRE-3's forward skip (`received → preparing`, refused by the reference
+/// server) moves one more on a server that allows skipping. No run moves an order out of any
+/// other status on a conforming server.
+pub const RECEIVED_PER_RUN: usize = 3;
+
+/// How many runs of the suite the dataset survives when seeded once: the busy restaurant holds at
+/// least `RERUNS * RECEIVED_PER_RUN` received orders (a test keeps it so).
+pub const RERUNS: usize = 25;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dataset {
     pub organizations: Vec<Organization>,

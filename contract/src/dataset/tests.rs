@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::generate::{BUSY_ORDERS, FOREIGN_ORDERS, LARGE_ORDERS, LONG_CONVERSATION_MESSAGES, SMALL_ORDERS};
-use super::{Dataset, generate, synthetic_orders};
+use super::{Dataset, RECEIVED_PER_RUN, RERUNS, generate, synthetic_orders};
 use crate::MAX_STRUCTURED_BYTES;
 use crate::schema::Validator;
 use crate::time::parse_timestamp;
@@ -238,6 +238,20 @@ fn section_12_counts_and_sizes() {
     let instructions = |rid: &str| d.instructions.iter().filter(|i| i.restaurant_id == rid).count();
     assert_eq!(instructions(&l.busy_restaurant), 5);
     assert_eq!(instructions(&l.foreign_restaurant), 2);
+}
+
+/// A server seeded once survives `RERUNS` runs of the suite: each moves at most
+/// `RECEIVED_PER_RUN` received orders of the busy restaurant forward, and needs an order in each
+/// status PRE-3 moves back from (refused, so never consumed).
+#[test]
+fn the_busy_restaurant_has_orders_for_many_runs() {
+    let d = generate();
+    let busy = &d.landmarks.busy_restaurant;
+    let count = |status: &str| d.orders_of(busy).filter(|o| o.status == status).count();
+    assert!(count("received") >= RERUNS * RECEIVED_PER_RUN, "received: {}", count("received"));
+    for status in ["accepted", "preparing", "ready", "completed"] {
+        assert!(count(status) >= 2, "{status}: {}", count(status));
+    }
 }
 
 #[test]

@@ -11,17 +11,16 @@ use cucumber::{then, when};
 use serde_json::Value;
 
 use crate::steps::reads::{list_call, list_tool, with_filters};
-use crate::world::{CANARY_PREFIX, ConformanceWorld, ListCall, Walk, WalkPage};
+use crate::world::{ConformanceWorld, ListCall, Walk, WalkPage};
 
 /// The items of the last success under `key` (or its plural: "1 order").
 fn page_items(w: &ConformanceWorld, key: &str) -> anyhow::Result<Vec<Value>> {
     let success = w.success()?;
     let data = &success.data;
-    data.get(key)
-        .or_else(|| data.get(format!("{key}s")))
-        .and_then(Value::as_array)
-        .cloned()
-        .ok_or_else(|| w.fail(format!("data.{key} as an array"), "no such array"))
+    let plural = if key.ends_with('s') { key.to_owned() } else { format!("{key}s") };
+    let pointer = if data.get(key).is_some() { format!("/{key}") } else { format!("/{plural}") };
+    // Another shape than the contract's blocks the clause on ENV-7 rather than failing it.
+    w.field(data, &pointer)?.as_array().cloned().ok_or_else(|| w.blocked(&pointer))
 }
 
 #[then(regex = r"^the page holds (\d+) (\w+)$")]
@@ -205,7 +204,9 @@ async fn walk(
         w.call_tool(&tool, page_args).await?;
         let n = walk.pages.len() + 1;
         let success = w.success().map_err(|e| anyhow!("page {n} of the walk failed\n{e}"))?;
-        let items = success.data.get(&key).and_then(Value::as_array).cloned().unwrap_or_default();
+        let pointer = format!("/{key}");
+        let items =
+            w.field(&success.data, &pointer)?.as_array().cloned().ok_or_else(|| w.blocked(&pointer))?;
         let ex = w.last()?;
         walk.pages.push(WalkPage {
             items,
@@ -236,8 +237,6 @@ fn the_walk(w: &ConformanceWorld) -> anyhow::Result<&Walk> {
     w.walk.as_ref().ok_or_else(|| anyhow!("no walk yet: add `When they walk all the … of …`"))
 }
 
-/// Compare the walk's IDs with `expected`, in order; point at the page where they part.
-/// `only_known`: items not in `expected` (created during the walk) are left out first.
 /// Which items of the walk, outside `expected`, the comparison leaves out.
 #[derive(Clone, Copy, PartialEq)]
 enum Others {
@@ -245,11 +244,14 @@ enum Others {
     Refused,
     /// Items created during the walk.
     Ignored,
-    /// What the suite itself wrote earlier in the run (it carries a canary): a server without
-    /// the control API keeps it, and so does one process per persona over stdio.
-    OfTheSuite,
+    /// Items added before the walk, by earlier runs or by people (a server nothing resets keeps
+    /// them): each must still come once and in its place in the documented order, newest first
+    /// by this timestamp field, then `id`.
+    Added(&'static str),
 }
 
+/// Compare the walk's IDs with `expected`, in order; point at the page where they part. Items
+/// not in `expected` are judged as `others` says.
 fn compare(w: &ConformanceWorld, what: &str, expected: &[String], others: Others) -> anyhow::Result<()> {
     let walk = the_walk(w)?;
     let known: HashSet<&str> = expected.iter().map(String::as_str).collect();
@@ -257,16 +259,26 @@ fn compare(w: &ConformanceWorld, what: &str, expected: &[String], others: Others
         .items()
         .filter(|i| {
             let id = i.get("id").and_then(Value::as_str).unwrap_or_default();
-            match others {
-                Others::Refused => true,
-                Others::Ignored => known.contains(id),
-                Others::OfTheSuite => known.contains(id) || !i.to_string().contains(CANARY_PREFIX),
-            }
+            others == Others::Refused || known.contains(id)
         })
         .map(|i| i.get("id").and_then(Value::as_str).unwrap_or("(no id)").to_owned())
         .collect();
     if got == expected {
-        return Ok(());
+        return match others {
+            Others::Added(field) => match added_out_of_place(walk, field) {
+                None => Ok(()),
+                Some((page, problem)) => {
+                    let rid = walk.pages.get(page).map(|p| p.request_id.as_str());
+                    let ex = rid.and_then(|rid| w.history.iter().find(|e| e.request_id() == Some(rid)));
+                    Err(w.fail_about(
+                        ex,
+                        format!("every item once, newest first ({field} desc, id desc), additions included"),
+                        format!("page {}: {problem}", page + 1),
+                    ))
+                }
+            },
+            _ => Ok(()),
+        };
     }
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for id in &got {
@@ -308,6 +320,40 @@ fn compare(w: &ConformanceWorld, what: &str, expected: &[String], others: Others
         expected.get(at).map_or("nothing", String::as_str),
     );
     Err(w.fail_about(ex, format!("{} {what}, each once, in order", expected.len()), got_text))
+}
+
+/// The first item of the walk that repeats an earlier one or breaks the order (`field` desc,
+/// then `id` desc), with its page (0-based). Timestamps are compared to the second, so a server
+/// keeping fractions of seconds is not blamed for how it breaks ties inside a second.
+fn added_out_of_place(walk: &Walk, field: &str) -> Option<(usize, String)> {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut previous: Option<(String, String)> = None;
+    for (page, p) in walk.pages.iter().enumerate() {
+        for item in &p.items {
+            let id = item.get("id").and_then(Value::as_str).unwrap_or("(no id)").to_owned();
+            if !seen.insert(id.clone()) {
+                return Some((page, format!("{id} comes out twice")));
+            }
+            let at = item.get(field).and_then(Value::as_str).unwrap_or_default().to_owned();
+            if let Some((before_at, before_id)) = &previous {
+                let (a, b) = (second(before_at), second(&at));
+                let same_second_form = a == b && before_at.len() == 20 && at.len() == 20;
+                if a < b || (same_second_form && before_id < &id) {
+                    return Some((
+                        page,
+                        format!("{id} ({field} {at}) comes after {before_id} ({field} {before_at})"),
+                    ));
+                }
+            }
+            previous = Some((at, id));
+        }
+    }
+    None
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of a timestamp (fractions and zone left out).
+fn second(timestamp: &str) -> &str {
+    timestamp.get(..19).unwrap_or(timestamp)
 }
 
 fn orders_newest_first(w: &ConformanceWorld, restaurant: &str, channel: Option<&str>) -> Vec<String> {
@@ -362,8 +408,9 @@ async fn walk_messages(w: &mut ConformanceWorld, target: String) -> anyhow::Resu
         w.dataset().messages.iter().filter(|m| m.conversation_id == conversation).collect();
     messages.sort_by(|a, b| b.sent_at.cmp(&a.sent_at).then_with(|| b.id.cmp(&a.id)));
     let expected: Vec<String> = messages.into_iter().map(|m| m.id.clone()).collect();
-    // Messages sent by earlier scenarios (SEC-1, IDEM-2) stay on a server nothing resets.
-    compare(w, &format!("messages of {conversation} (newest first)"), &expected, Others::OfTheSuite)
+    // Messages sent by earlier scenarios and runs (SEC-1, IDEM-2, LIM-2) or by people stay on a
+    // server nothing resets: they must come once and in their place, whoever sent them.
+    compare(w, &format!("messages of {conversation} (newest first)"), &expected, Others::Added("sent_at"))
 }
 
 #[then("every page of the walk but the last has a next cursor")]

@@ -14,14 +14,14 @@ async fn order_in_status(w: &mut ConformanceWorld, restaurant: &str, status: &st
     let args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 1 });
     w.call_tool("list_orders", args).await?;
     let success = w.success()?;
-    let id = success
-        .data
-        .pointer("/orders/0/id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| {
-            w.fail(format!("an order of {restaurant} in status {status}"), "none left: re-seed the dataset")
-        })?
-        .to_owned();
+    if w.field(&success.data, "/orders")?.as_array().is_some_and(Vec::is_empty) {
+        return Err(w.fail(
+            format!("an order of {restaurant} in status {status}"),
+            "none left: the dataset is used up, re-seed fixtures/dataset.json",
+        ));
+    }
+    let id =
+        w.field(&success.data, "/orders/0/id")?.as_str().ok_or_else(|| w.blocked("/orders/0/id"))?.to_owned();
     w.saved.insert("order".to_owned(), id.clone());
     w.saved.insert("restaurant".to_owned(), restaurant.to_owned());
     Ok(id)
@@ -181,7 +181,7 @@ async fn order_is(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()
     };
     w.call_tool("get_order", json!({ "restaurant_id": restaurant, "order_id": order })).await?;
     let success = w.success()?;
-    let got = success.data.pointer("/order/status").and_then(Value::as_str).unwrap_or("(none)");
+    let got = w.field(&success.data, "/order/status")?.as_str().unwrap_or("(not a string)");
     if got == status {
         Ok(())
     } else {

@@ -23,7 +23,8 @@ pub enum Reply {
     Hang(Duration),
 }
 
-type Handler = dyn Fn(&str, &Value) -> Reply + Send + Sync;
+/// `(bearer token, method, params)`.
+type Handler = dyn Fn(Option<&str>, &str, &Value) -> Reply + Send + Sync;
 
 struct Responder(Box<Handler>);
 
@@ -34,7 +35,12 @@ impl Respond for Responder {
         if body.get("id").is_none() {
             return ResponseTemplate::new(202);
         }
-        match (self.0)(method, body.get("params").unwrap_or(&Value::Null)) {
+        let token = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        match (self.0)(token, method, body.get("params").unwrap_or(&Value::Null)) {
             Reply::Result(result) => {
                 let mut t = ResponseTemplate::new(200);
                 if let Some(rid) =
@@ -76,13 +82,23 @@ impl Fake {
 
     /// Answer every POST /mcp with `handler(method, params)`.
     pub fn serve(&self, handler: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static) {
+        self.serve_as(move |_, method, params| handler(method, params));
+    }
+
+    /// Answer every POST /mcp with `handler(bearer token, method, params)`.
+    pub fn serve_as(&self, handler: impl Fn(Option<&str>, &str, &Value) -> Reply + Send + Sync + 'static) {
         let mock = Mock::given(method("POST")).and(path("/mcp")).respond_with(Responder(Box::new(handler)));
         self.runtime.block_on(mock.mount(&self.server));
     }
 
     /// A well-behaved MCP session whose tools/call answers come from `tool(name, arguments)`.
     pub fn serve_tools(&self, tool: impl Fn(&str, &Value) -> Reply + Send + Sync + 'static) {
-        self.serve(move |method, params| match method {
+        self.serve_tools_as(move |_, name, args| tool(name, args));
+    }
+
+    /// The same, `tool(bearer token, name, arguments)`: answers that depend on who calls.
+    pub fn serve_tools_as(&self, tool: impl Fn(Option<&str>, &str, &Value) -> Reply + Send + Sync + 'static) {
+        self.serve_as(move |token, method, params| match method {
             "initialize" => Reply::Result(json!({
                 "protocolVersion": "2025-06-18",
                 "capabilities": { "tools": {} },
@@ -92,6 +108,7 @@ impl Fake {
                 json!({ "tools": ToolName::ALL.iter().map(|t| t.descriptor()).collect::<Vec<_>>() }),
             ),
             "tools/call" => tool(
+                token,
                 params.get("name").and_then(Value::as_str).unwrap_or_default(),
                 params.get("arguments").unwrap_or(&Value::Null),
             ),

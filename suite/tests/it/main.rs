@@ -6,5 +6,7 @@
 mod coverage;
 mod embedded;
 mod fake;
+mod rate_limits;
+mod reruns;
 mod runner;
 mod stdio;
