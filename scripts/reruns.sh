@@ -2,7 +2,9 @@
 # Re-runnable certification, as a third party runs it: one reference server seeded once, no
 # control API, RUNS full runs of the suite back to back at the seed level (each may wait about a
 # minute for the rate windows the previous run filled). Prints each run's time and verdict.
-# Usage: scripts/reruns.sh   (env: RUNS=20 PORT=18290 SUITE=… MOCK=… VARIANT=calendar-minute-windows)
+# VARIANTS makes the server another allowed reading of the seed (docs/VARIANTS.md), e.g.
+#   VARIANTS="lifecycle-skip-forward error-extra-fields access-before-schema calendar-minute-windows"
+# Usage: scripts/reruns.sh   (env: RUNS=20 PORT=18290 SUITE=… MOCK=… VARIANTS=…)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-20} PORT=${PORT:-18290}
@@ -11,7 +13,7 @@ MOCK=${MOCK:-target/debug/chataigne-mock}
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 "$MOCK" --listen "127.0.0.1:$PORT" --log-format json --log-file "$dir/server.log" \
-  ${VARIANT:+--variant "$VARIANT"} &
+  $(for v in ${VARIANTS:-}; do printf -- '--variant %s ' "$v"; done) &
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/.well-known/oauth-protected-resource" && break; sleep 0.05; done
 # Someone sends a message by hand first, as the README's curl example does.
 curl -s -o /dev/null "http://127.0.0.1:$PORT/mcp" -H 'Content-Type: application/json' \

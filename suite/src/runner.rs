@@ -28,9 +28,10 @@ pub struct Outputs<Out> {
     pub cucumber_json: Option<File>,
 }
 
-/// Scenarios run one at a time by default: they share one server whose state (revocations, rate
-/// limits, resets) would otherwise leak between them. `--concurrency N` overrides.
-const DEFAULT_CONCURRENCY: usize = 1;
+/// Scenarios run side by side by default: most of a run's time against a distant server is
+/// waiting. Conflicting scenarios never overlap (`crate::schedule`); `--concurrency N`
+/// overrides, `--concurrency 1` runs one at a time.
+const DEFAULT_CONCURRENCY: usize = 8;
 
 pub async fn run_features<Out, Custom>(
     ctx: Arc<RunContext>,
@@ -93,7 +94,7 @@ where
                 .chain(&scenario.steps)
                 .map(|s| s.value.clone())
                 .collect();
-            let needs = crate::schedule::Needs::of(&tags, &steps, &personas);
+            let needs = crate::schedule::Needs::of(&tags, &steps, &personas, ctx.control.is_some());
             world.whole_server = needs.resources.get("server") == Some(&true);
             world.held = Some(locks.acquire(&needs).await);
             world.install(ctx, &scenario.name, &tags);

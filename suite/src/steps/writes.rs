@@ -1,7 +1,8 @@
 //! State changes guarded by `expected_status` (PRE-1..4, ABS-2, AUTH-6, LIM-4): moving orders,
 //! opening and pausing restaurants, and reading back what the state became. Orders are picked
-//! from the server's current state, so a rerun on a staging server finds a fitting one. A
-//! scenario that writes marks the World dirty: the after hook resets the server when it can.
+//! from the server's current state, so a rerun on a staging server finds a fitting one, and
+//! claimed, so scenarios running side by side never pick the same one. A scenario that writes
+//! marks the World dirty: if it also changed the whole server, the after hook resets it.
 
 use anyhow::anyhow;
 use cucumber::{then, when};
@@ -9,19 +10,39 @@ use serde_json::{Value, json};
 
 use crate::world::{Concurrent, ConformanceWorld};
 
-/// An order of `restaurant` currently in `status` on the server; remembered as "the order".
+/// An order of `restaurant` currently in `status` on the server that no other scenario of the run
+/// picked (scenarios run side by side); remembered as "the order".
 async fn order_in_status(w: &mut ConformanceWorld, restaurant: &str, status: &str) -> anyhow::Result<String> {
-    let args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 1 });
+    let args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 50 });
     w.call_tool("list_orders", args).await?;
     let success = w.success()?;
-    if w.field(&success.data, "/orders")?.as_array().is_some_and(Vec::is_empty) {
+    let orders = w.field(&success.data, "/orders")?.as_array().cloned().unwrap_or_default();
+    if orders.is_empty() {
         return Err(w.fail(
             format!("an order of {restaurant} in status {status}"),
             "none left: the dataset is used up, re-seed fixtures/dataset.json",
         ));
     }
-    let id =
-        w.field(&success.data, "/orders/0/id")?.as_str().ok_or_else(|| w.blocked("/orders/0/id"))?.to_owned();
+    let claims = w.claims.clone();
+    let mut picked = None;
+    for order in &orders {
+        let id = w
+            .field(order, "/id")
+            .map_err(|_| w.blocked("/orders/0/id"))?
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if claims.as_ref().is_none_or(|c| c.claim(&id)) {
+            picked = Some(id);
+            break;
+        }
+    }
+    let Some(id) = picked else {
+        return Err(w.fail(
+            format!("an order of {restaurant} in status {status} that no other scenario picked"),
+            format!("all {} on the first page taken: re-seed fixtures/dataset.json", orders.len()),
+        ));
+    };
     w.saved.insert("order".to_owned(), id.clone());
     w.saved.insert("restaurant".to_owned(), restaurant.to_owned());
     Ok(id)
