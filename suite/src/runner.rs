@@ -7,6 +7,7 @@ use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use cucumber::runner::ScenarioType;
 use cucumber::{ArbitraryWriter as _, Cucumber, World as _, WriterExt as _, cli, writer};
 use futures::FutureExt as _;
 
@@ -32,6 +33,27 @@ pub struct Outputs<Out> {
 /// waiting. Conflicting scenarios never overlap (`crate::schedule`); `--concurrency N`
 /// overrides, `--concurrency 1` runs one at a time.
 const DEFAULT_CONCURRENCY: usize = 8;
+
+/// What a scenario touches, from its tags and steps (background included).
+fn scenario_needs(
+    feature: &cucumber::gherkin::Feature,
+    rule: Option<&cucumber::gherkin::Rule>,
+    scenario: &cucumber::gherkin::Scenario,
+    personas: &[String],
+    control: bool,
+) -> crate::schedule::Needs {
+    let tags: Vec<String> =
+        feature.tags.iter().chain(rule.iter().flat_map(|r| &r.tags)).chain(&scenario.tags).cloned().collect();
+    let steps: Vec<String> = feature
+        .background
+        .iter()
+        .chain(rule.iter().flat_map(|r| &r.background))
+        .flat_map(|b| &b.steps)
+        .chain(&scenario.steps)
+        .map(|s| s.value.clone())
+        .collect();
+    crate::schedule::Needs::of(&tags, &steps, personas, control)
+}
 
 pub async fn run_features<Out, Custom>(
     ctx: Arc<RunContext>,
@@ -74,6 +96,20 @@ where
     )
     .steps(ConformanceWorld::collection())
     .max_concurrent_scenarios(DEFAULT_CONCURRENCY)
+    // Scenarios that change the whole server run in a phase of their own, one at a time, rather
+    // than each draining the scenarios around it.
+    .which_scenario({
+        let personas = Arc::clone(&personas);
+        let control = ctx.control.is_some();
+        move |feature, rule, scenario| {
+            let needs = scenario_needs(feature, rule, scenario, &personas, control);
+            if needs.resources.get("server") == Some(&true) {
+                ScenarioType::Serial
+            } else {
+                ScenarioType::Concurrent
+            }
+        }
+    })
     .before(move |feature, rule, scenario, world| {
         let ctx = Arc::clone(&before_ctx);
         let (locks, claims, personas) = (Arc::clone(&locks), Arc::clone(&claims), Arc::clone(&personas));
@@ -86,15 +122,7 @@ where
                 .cloned()
                 .collect();
             // Wait until no conflicting scenario runs (crate::schedule).
-            let steps: Vec<String> = feature
-                .background
-                .iter()
-                .chain(rule.iter().flat_map(|r| &r.background))
-                .flat_map(|b| &b.steps)
-                .chain(&scenario.steps)
-                .map(|s| s.value.clone())
-                .collect();
-            let needs = crate::schedule::Needs::of(&tags, &steps, &personas, ctx.control.is_some());
+            let needs = scenario_needs(feature, rule, scenario, &personas, ctx.control.is_some());
             world.whole_server = needs.resources.get("server") == Some(&true);
             world.held = Some(locks.acquire(&needs).await);
             world.install(ctx, &scenario.name, &tags);

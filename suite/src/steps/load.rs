@@ -36,7 +36,7 @@ use crate::world::ConformanceWorld;
 
 /// Calls in flight at once, each through its own session of the same persona (so the same
 /// pair): fast enough to exceed 1000 a minute against a server answering in up to ~900 ms.
-pub const IN_FLIGHT: usize = 16;
+pub const IN_FLIGHT: usize = 48;
 
 /// How long a burst refused too early waits before starting again: every allowed window is
 /// fresh 60 s after the earlier run's last counted call, which came before the refusal.
