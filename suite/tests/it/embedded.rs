@@ -33,3 +33,38 @@ fn a_run_that_is_not_clean_keeps_the_server_log_and_says_where() {
     std::fs::remove_file(&log).expect("the test removes what it checked");
     assert!(text.contains("request_id"), "the kept log has the server's calls");
 }
+
+/// Verdicts do not depend on how scenarios interleave: runs at a high concurrency give the same
+/// verdict on every clause, at both levels, as a run one scenario at a time. (docs/BENCHMARKS.md
+/// has 50 runs at the default concurrency.)
+#[test]
+fn verdicts_do_not_change_with_concurrency() {
+    let verdicts = |concurrency: &str| -> String {
+        let dir =
+            std::env::temp_dir().join(format!("chataigne-concurrency-{}-{concurrency}", std::process::id()));
+        let report = dir.join("clauses.json");
+        let (out, _) = run(&[
+            "--embedded",
+            "--level",
+            "full",
+            "--concurrency",
+            concurrency,
+            "--report-json",
+            report.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        json["clauses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| format!("{} {} {}\n", c["id"], c["status"], c["full_status"]))
+            .collect()
+    };
+    let one_at_a_time = verdicts("1");
+    for _ in 0..3 {
+        assert_eq!(verdicts("32"), one_at_a_time);
+    }
+}
