@@ -56,7 +56,10 @@ echo "# wrk -t$THREADS -c$CONNS -d$DURATION --latency, client and servers on the
 "$RMCP" "127.0.0.1:$RMCP_PORT" & PIDS+=($!)
 # The limiter step is skipped: 500–1,000 calls/min per persona and tool would otherwise cap
 # the load, not the server (docs/BENCHMARKS.md). Logs go to /dev/null but are still formatted.
-"$BIN" --listen "127.0.0.1:$MOCK_PORT" --defect no-rate-limit --log-file /dev/null 2>/dev/null & PIDS+=($!)
+# The keyed run makes ~200k fresh keys in 10 s: lift the live-record cap (100k) out of its way,
+# or half its answers would be refusals that wrk counts as successes.
+"$BIN" --listen "127.0.0.1:$MOCK_PORT" --defect no-rate-limit --max-idempotency-records 10000000 \
+  --log-file /dev/null 2>/dev/null & PIDS+=($!)
 until curl -s -o /dev/null "http://127.0.0.1:$ECHO_PORT/mcp" -H 'Content-Type: application/json' -d '{}'; do sleep 0.01; done
 until post "$RMCP_PORT" "$(body get_order '{}')" >/dev/null 2>&1; do sleep 0.01; done
 wait_ready "$MOCK_PORT"

@@ -6,19 +6,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RTTS=${RTTS:-"0 20 100"} PORT=${PORT:-18190} PROXY_PORT=$((PORT + 1))
-SUITE=${SUITE:-target/debug/chataigne-conformance}
-MOCK=${MOCK:-target/debug/chataigne-mock}
-PROXY=${PROXY:-target/debug/examples/latency_proxy}
-[[ ${NO_BUILD:-} == 1 ]] || cargo build -q -p mock-server --bins --example latency_proxy -p chataigne-conformance
+# Release builds: the figures are about waiting on the network, not about a debug server's CPU.
+SUITE=${SUITE:-target/release/chataigne-conformance}
+MOCK=${MOCK:-target/release/chataigne-mock}
+PROXY=${PROXY:-target/release/examples/latency_proxy}
+[[ ${NO_BUILD:-} == 1 ]] || cargo build --release -q -p mock-server --bins --example latency_proxy -p chataigne-conformance
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 for rtt in $RTTS; do
-  "$MOCK" --listen "127.0.0.1:$PORT" --control-api --control-secret bench-secret \
-    --log-format json --log-file "$dir/server.log" & mock=$!
   target=$PORT
+  [[ $rtt == 0 ]] || target=$PROXY_PORT
+  # The server's public URL is where clients reach it: the proxy when there is one.
+  "$MOCK" --listen "127.0.0.1:$PORT" --public-url "http://127.0.0.1:$target" --control-api \
+    --control-secret bench-secret --log-format json --log-file "$dir/server.log" & mock=$!
   if [[ $rtt != 0 ]]; then
     "$PROXY" "127.0.0.1:$PROXY_PORT" "127.0.0.1:$PORT" $((rtt / 2)) 2>/dev/null & proxy=$!
-    target=$PROXY_PORT
   fi
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/.well-known/oauth-protected-resource" && break; sleep 0.05; done
   sed -e "s/18080/$target/g" -e "s#reports/reference-server.log#$dir/server.log#" \
@@ -30,5 +32,6 @@ for rtt in $RTTS; do
   set -e
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   echo "rtt ${rtt} ms: ${ms} ms, exit ${code}: $(tail -n 20 "$dir/out.txt" | grep -E '^(NOT )?CERTIFIED' || echo '(no verdict)')"
+  [[ $code == 0 ]] || cp "$dir/out.txt" "remote-rtt-$rtt.txt"
   kill "$mock" ${proxy:-} 2>/dev/null || true; wait 2>/dev/null || true; unset proxy
 done

@@ -3,10 +3,13 @@
 #   - the official conformance suite (@modelcontextprotocol/conformance, server scenarios),
 #     through ci/ecosystem/inject-token.mjs, which adds the bearer token it cannot send;
 #   - the MCP Inspector in CLI mode (@modelcontextprotocol/inspector);
-#   - the official TypeScript SDK client (@modelcontextprotocol/sdk), over HTTP and over stdio.
+#   - the official TypeScript SDK client (@modelcontextprotocol/sdk), over HTTP and over stdio;
+#   - our own DNS-rebinding probes with curl (a foreign Origin, a foreign Host, each alone).
 # Node 22 and the packages are installed under .ecosystem/ (the system Node is not touched).
 # Loopback only. Idempotent: re-runs reuse .ecosystem/ when the pinned versions are there.
-# See docs/ECOSYSTEM.md. Exit 0 when every check passes, 1 otherwise.
+# Each check is counted once (16: 8 required conformance scenarios, the other scenarios as one,
+# 2 Inspector calls, 2 SDK transports, 3 curl probes); setup and expected failures are shown but
+# not counted. See docs/ECOSYSTEM.md. Exit 0 when every check passes, 1 otherwise.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,10 +38,14 @@ say() { echo "ecosystem: $*" >&2; }
 passed=0
 failed=0
 summary=()
-record() { # record PASS|FAIL NAME DETAIL
-  summary+=("$(printf '%-4s  %-40s %s' "$1" "$2" "$3")")
+record() { # record PASS|FAIL NAME DETAIL: one check, counted
+  summary+=("$(printf '%-5s %-42s %s' "$1" "$2" "$3")")
   if [[ $1 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-  printf '%-4s  %-40s %s\n' "$1" "$2" "$3" >&2
+  printf '%-5s %-42s %s\n' "$1" "$2" "$3" >&2
+}
+note() { # note KIND NAME DETAIL: shown in the summary, not counted (setup, expected failure)
+  summary+=("$(printf '%-5s %-42s %s' "$1" "$2" "$3")")
+  printf '%-5s %-42s %s\n' "$1" "$2" "$3" >&2
 }
 
 pids=()
@@ -86,7 +93,7 @@ if [[ "$(pkg_version @modelcontextprotocol/conformance)" != "$CONFORMANCE_VERSIO
 fi
 versions="node $("$NODE" --version), conformance $(pkg_version @modelcontextprotocol/conformance)"
 versions+=", inspector $(pkg_version @modelcontextprotocol/inspector), sdk $(pkg_version @modelcontextprotocol/sdk)"
-record PASS install "$versions"
+note SETUP install "$versions"
 
 # --- 2. Build and start the server, and the token-injecting proxy ------------------------------
 # CHATAIGNE_MOCK: a binary already built (CI passes the one its test step built, to avoid a
@@ -131,15 +138,14 @@ say "running the conformance suite (log: .ecosystem/logs/conformance.log)"
 # Its exit status is 1 whenever any scenario fails; the verdict below compares with the list.
 (cd "$ECO" && node node_modules/@modelcontextprotocol/conformance/dist/index.js server \
   --url "http://127.0.0.1:$PROXY_PORT/mcp" -o "$CONF_OUT") >"$LOGS/conformance.log" 2>&1 || true
-if node "$HERE/conformance-verdict.mjs" "$CONF_OUT" "$HERE/expected-failures.txt" "$REQUIRED_SCENARIOS" \
-  >"$LOGS/conformance-verdict.txt"; then
-  record PASS conformance "$(tail -1 "$LOGS/conformance-verdict.txt")"
-else
-  record FAIL conformance "$(tail -1 "$LOGS/conformance-verdict.txt")"
-fi
+# Its verdict (ci/ecosystem/conformance-verdict.mjs): one line per scenario, then `others: ...`
+# for the scenarios that are not required, judged together: each must fail with the error listed
+# for it in expected-failures.txt (or pass, unlisted).
+node "$HERE/conformance-verdict.mjs" "$CONF_OUT" "$HERE/expected-failures.txt" "$REQUIRED_SCENARIOS" \
+  >"$LOGS/conformance-verdict.txt" || true
 sed 's/^/        /' "$LOGS/conformance-verdict.txt" >&2
-# One summary line per required scenario. XFAIL = listed in expected-failures.txt with a reason
-# (already counted by the conformance line above; a known gap, shown here so it is not missed).
+# One check per required scenario. XFAIL = a required scenario listed in expected-failures.txt
+# (failing with its listed error): shown so it is not missed, not counted as a pass.
 xfail_required=0
 for scenario in ${REQUIRED_SCENARIOS//,/ }; do
   line=$(grep -m1 -E "^[A-Z]+ +$scenario \[required\]" "$LOGS/conformance-verdict.txt" || true)
@@ -149,11 +155,21 @@ for scenario in ${REQUIRED_SCENARIOS//,/ }; do
     PASS) record PASS "conformance/$scenario" "${detail:-passed}" ;;
     XFAIL)
       xfail_required=$((xfail_required + 1))
-      summary+=("$(printf '%-4s %-40s %s' XFAIL "conformance/$scenario" "$detail")")
+      note XFAIL "conformance/$scenario" "$detail"
       ;;
     *) record FAIL "conformance/$scenario" "${detail:-not run}" ;;
   esac
 done
+# One check for all the other scenarios (the suite's fixture scenarios), plus any problem with
+# expected-failures.txt itself (a malformed or stale line).
+others=$(grep -m1 '^others: ' "$LOGS/conformance-verdict.txt" || true)
+others_status=$(sed -E 's/^others: ([A-Z]+).*/\1/' <<<"$others")
+others_detail=$(sed -E 's/^others: [A-Z]+ +//' <<<"$others")
+if [[ $others_status == PASS ]]; then
+  record PASS conformance/other-scenarios "$others_detail"
+else
+  record FAIL conformance/other-scenarios "${others_detail:-no verdict (see .ecosystem/logs/conformance-verdict.txt)}"
+fi
 
 # --- 4. MCP Inspector, CLI mode ------------------------------------------------------------------
 # Its home and catalog live in .ecosystem, not in ~/.mcp-inspector.
@@ -200,19 +216,46 @@ for transport in http stdio; do
   target=$MCP_URL
   [[ $transport == stdio ]] && target=$SERVER_BIN
   if ECOSYSTEM_DIR=$ECO node "$HERE/sdk-client.mjs" "$transport" "$target" >"$LOGS/sdk-$transport.txt" 2>&1; then
-    record PASS "sdk/$transport" "$(grep -c '^  PASS' "$LOGS/sdk-$transport.txt") checks"
+    record PASS "sdk/$transport" "$(grep -c '^  PASS' "$LOGS/sdk-$transport.txt") assertions (connect, tools/list, get_restaurant, send_message, replay)"
   else
     record FAIL "sdk/$transport" "$(grep -m1 -E '^  FAIL' "$LOGS/sdk-$transport.txt" || tail -1 "$LOGS/sdk-$transport.txt")"
   fi
   sed 's/^/      /' "$LOGS/sdk-$transport.txt" >&2
 done
 
-# --- 6. Summary ----------------------------------------------------------------------------------
+# --- 6. DNS-rebinding protection, our own probes (curl) --------------------------------------------
+# The conformance scenario above sends a foreign Host and a foreign Origin together; these send
+# each alone, with a valid token and a valid request, so that only the header can explain a 403:
+#   a foreign Origin with the server's own Host    -> 403 (Origin check)
+#   a foreign Host without Origin                  -> 403 (Host check: a rebinding browser may
+#                                                     send no Origin on a same-origin request)
+#   the server's own Host without Origin           -> 200 (not 403: CLI clients send no Origin)
+probe() { # probe NAME EXPECTED CURL_ARGS...: EXPECTED is a status, or !403
+  local name=$1 want=$2 code
+  shift 2
+  code=$(curl -s -o "$LOGS/dns-$name.body" -w '%{http_code}' --max-time 10 \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2025-06-18' -H "Authorization: Bearer $TOKEN" \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' "$@" "$MCP_URL" || true)
+  if [[ $want == "$code" ]]; then
+    record PASS "dns-rebinding/$name" "$code"
+  else
+    record FAIL "dns-rebinding/$name" "got ${code:-no answer}, expected $want: $(head -c 200 "$LOGS/dns-$name.body" 2>/dev/null)"
+  fi
+}
+probe bad-origin-good-host 403 -H 'Origin: http://evil.example.com'
+probe bad-host-no-origin 403 -H 'Host: evil.example.com'
+# Any other answer than 200 would leave the two 403s above unexplained (a 401 or 400 here means
+# the probes did not reach the Host/Origin checks with a request the server otherwise accepts).
+probe good-host-no-origin 200
+
+# --- 7. Summary ----------------------------------------------------------------------------------
 echo
 echo "Ecosystem checks (logs in .ecosystem/logs, $((SECONDS - started)) s):"
 printf '%s\n' "${summary[@]}"
 if [[ $xfail_required -gt 0 ]]; then
   echo "($xfail_required required conformance scenarios are listed expected failures: see ci/ecosystem/expected-failures.txt)"
 fi
+echo "(SETUP and XFAIL lines are not counted; every other line is one check, counted once.)"
 echo "ecosystem: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

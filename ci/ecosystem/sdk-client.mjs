@@ -1,5 +1,7 @@
 // Drives the reference server with the official TypeScript SDK (@modelcontextprotocol/sdk):
-// connect, list tools, read a restaurant, and replay a keyed write.
+// connect, list tools, read a restaurant, and replay a keyed write. The envelope's
+// `meta.replayed` must be there on every success (ENV-1): `false` on the read and the first
+// write, `true` on the replay (IDEM-2); its absence is a failure, not a "not replayed".
 //
 // usage: node sdk-client.mjs http  http://127.0.0.1:PORT/mcp
 //        node sdk-client.mjs stdio path/to/chataigne-mock
@@ -60,6 +62,11 @@ const timeout = setTimeout(() => {
   process.exit(1);
 }, 60_000);
 
+// A field's value as JSON, or "absent" (so a missing field never reads as `undefined` == false).
+function show(object, field) {
+  return object && Object.hasOwn(object, field) ? JSON.stringify(object[field]) : 'absent';
+}
+
 async function call(name, args) {
   const result = await client.callTool({ name, arguments: args });
   return { result, sc: result.structuredContent ?? {} };
@@ -77,8 +84,8 @@ try {
   const restaurantId = restaurant.sc.data?.restaurant?.id;
   check(
     'get_restaurant',
-    restaurant.result.isError !== true && restaurantId === 'rst_central',
-    `data.restaurant.id=${restaurantId}`,
+    restaurant.result.isError !== true && restaurantId === 'rst_central' && restaurant.sc.meta?.replayed === false,
+    `data.restaurant.id=${restaurantId}, meta.replayed=${show(restaurant.sc.meta, 'replayed')}`,
   );
 
   const args = {
@@ -93,13 +100,13 @@ try {
   const secondId = second.sc.data?.message?.id;
   check(
     'send_message first call',
-    first.result.isError !== true && typeof firstId === 'string' && first.sc.meta?.replayed !== true,
-    `message.id=${firstId}, replayed=${first.sc.meta?.replayed}`,
+    first.result.isError !== true && typeof firstId === 'string' && first.sc.meta?.replayed === false,
+    `message.id=${firstId}, meta.replayed=${show(first.sc.meta, 'replayed')}`,
   );
   check(
     'send_message replay',
     second.result.isError !== true && second.sc.meta?.replayed === true && secondId === firstId,
-    `message.id=${secondId}, replayed=${second.sc.meta?.replayed}`,
+    `message.id=${secondId}, meta.replayed=${show(second.sc.meta, 'replayed')}`,
   );
 } catch (error) {
   check('no exception', false, error instanceof Error ? error.message : String(error));

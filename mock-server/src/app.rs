@@ -32,9 +32,15 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// `Host` values allowed besides loopback ones; `None` disables the check (behind a proxy).
     pub allowed_hosts: Option<Vec<String>>,
-    /// Public base URL (e.g. `https://mcp.example.com`), for the resource metadata; default: from
-    /// the request's `Host`.
+    /// Public base URL (e.g. `https://mcp.example.com`): the canonical resource is this plus
+    /// `/mcp` (RFC 8707), used for the resource metadata (RFC 9728), the audience check and
+    /// minting, never the request's `Host`. `None`: `http://<listen address>` when served by
+    /// [`crate::run`], `http://localhost` otherwise.
     pub public_url: Option<String>,
+    /// Live idempotency records kept in memory at most (`MemoryStore`; not with Redis).
+    pub idempotency_capacity: usize,
+    /// Limits of the development authorization server (registered clients, registrations).
+    pub oauth: crate::oauth::OAuthLimits,
     /// Secret for cursor MACs and key hashes; random by default. Replicas must share it.
     pub secret: Option<String>,
     /// Serve the development OAuth authorization server (`/oauth/*`).
@@ -59,6 +65,8 @@ impl Config {
             allowed_origins: Vec::new(),
             allowed_hosts: Some(Vec::new()),
             public_url: None,
+            idempotency_capacity: crate::idempotency::DEFAULT_CAPACITY,
+            oauth: crate::oauth::OAuthLimits::default(),
             secret: None,
             auth_server: true,
             redis_url: None,
@@ -95,6 +103,8 @@ pub struct App {
     pub faults: Faults,
     pub deadlines: RwLock<Deadlines>,
     pub tokens: Tokens,
+    /// The canonical base URL (no trailing `/`): see [`Config::public_url`].
+    pub public_url: String,
     pub oauth: crate::oauth::OAuth,
     pub defects: Defects,
     pub variants: Variants,
@@ -119,8 +129,11 @@ impl App {
                 let redis = Arc::new(Redis::new(url, &config.redis_namespace)?);
                 (redis.clone(), redis)
             }
-            None => (Arc::new(MemoryStore::default()), variants.memory_limiter()),
+            None => {
+                (Arc::new(MemoryStore::with_capacity(config.idempotency_capacity)), variants.memory_limiter())
+            }
         };
+        let public_url = canonical_base(config.public_url.as_deref().unwrap_or("http://localhost"))?;
         Ok(App {
             store: Store::new(&config.dataset, config.synthetic_orders),
             clock: Clock::default(),
@@ -131,7 +144,8 @@ impl App {
             faults: Faults::default(),
             deadlines: RwLock::new(config.deadlines),
             tokens: Tokens::from_dataset(&config.dataset, defects.has(Defect::AudienceUnchecked)),
-            oauth: crate::oauth::OAuth::default(),
+            public_url,
+            oauth: crate::oauth::OAuth::new(config.oauth),
             defects,
             variants,
             inputs,
@@ -142,6 +156,11 @@ impl App {
     /// The validator of the very schema `tools/list` publishes.
     pub fn input_validator(&self, tool: ToolName) -> &Validator {
         &self.inputs[&tool]
+    }
+
+    /// This server's resource identifier (RFC 8707): tokens are minted for it and only for it.
+    pub fn resource_url(&self) -> String {
+        format!("{}/mcp", self.public_url)
     }
 
     pub fn deadlines(&self) -> Deadlines {
@@ -156,6 +175,19 @@ impl App {
         let _ = self.rate.clear();
         self.faults.clear();
         *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = self.config.deadlines;
+        self.oauth.clear_windows();
         self.clock.reset();
     }
+}
+
+/// `--public-url` checked: an absolute http(s) URL without query or fragment, trailing `/` cut.
+pub fn canonical_base(url: &str) -> anyhow::Result<String> {
+    let base = url.trim().trim_end_matches('/');
+    let rest = base.strip_prefix("http://").or_else(|| base.strip_prefix("https://"));
+    let host = rest.map(|r| r.split('/').next().unwrap_or_default()).unwrap_or_default();
+    let plain = |c: char| !c.is_whitespace() && !c.is_control() && !matches!(c, '?' | '#' | '"' | '\\');
+    if host.is_empty() || host.contains('@') || !base.chars().all(plain) {
+        anyhow::bail!("--public-url must be an absolute http(s) URL without query or fragment: {url:?}");
+    }
+    Ok(base.to_owned())
 }

@@ -76,8 +76,9 @@ pub async fn serve(
     let ct = CancellationToken::new();
     let router = router(app, ct.child_token());
     // rmcp's token is cancelled only once axum has drained the calls in flight: cancelling it
-    // at the signal would answer them with 500.
-    let served = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+    // at the signal would answer them with 500. The peer address is for the registration limit.
+    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
     ct.cancel();
     served?;
     Ok(())
@@ -104,7 +105,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     }
     let principal = match authenticate(app, request.headers()) {
         Some(p) => p,
-        None => return unauthorized(app, request.headers()),
+        None => return unauthorized(app),
     };
     if request.method() == axum::http::Method::POST {
         let (parts, body) = request.into_parts();
@@ -125,7 +126,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     next.run(request).await
 }
 
-fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
+pub(crate) fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
     if app.defects.has(Defect::OriginUnchecked) {
         return true;
     }
@@ -140,7 +141,8 @@ fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
 
 fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
     let token = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
-    let issued = |t: &str| app.oauth.check(t, &resource_url(app, headers), app.clock.now_ms());
+    // The audience is the canonical resource, never one built from the request (RFC 8707).
+    let issued = |t: &str| app.oauth.check(t, &app.resource_url(), app.clock.now_ms());
     match token.and_then(|t| app.tokens.check(t).or_else(|| issued(t))) {
         Some(p) => Some(p),
         None if app.defects.has(Defect::NoAuthentication) && token.is_none() => {
@@ -150,24 +152,11 @@ fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
     }
 }
 
-pub fn base_url(app: &App, headers: &HeaderMap) -> String {
-    if let Some(url) = &app.config.public_url {
-        return url.trim_end_matches('/').to_owned();
-    }
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
-    format!("http://{host}")
-}
-
-/// This server's resource identifier (RFC 8707): tokens must be minted for it.
-pub fn resource_url(app: &App, headers: &HeaderMap) -> String {
-    format!("{}/mcp", base_url(app, headers))
-}
-
 /// 401 with the resource metadata URL (AUTH-1, RFC 9728 §5.1). The token is never echoed.
-fn unauthorized(app: &App, headers: &HeaderMap) -> Response {
+fn unauthorized(app: &App) -> Response {
     let challenge = format!(
         "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\"",
-        base_url(app, headers)
+        app.public_url
     );
     let mut response = (
         StatusCode::UNAUTHORIZED,
@@ -180,11 +169,11 @@ fn unauthorized(app: &App, headers: &HeaderMap) -> Response {
     response
 }
 
-/// RFC 9728 protected resource metadata.
-async fn resource_metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let base = base_url(&app, &headers);
+/// RFC 9728 protected resource metadata, from the canonical URL whatever the `Host`.
+async fn resource_metadata(State(app): State<Arc<App>>) -> Response {
+    let base = &app.public_url;
     axum::Json(json!({
-        "resource": format!("{base}/mcp"),
+        "resource": app.resource_url(),
         "authorization_servers": if app.config.auth_server { vec![base.clone()] } else { Vec::new() },
         "scopes_supported": chataigne_contract::tools::SCOPES,
         "bearer_methods_supported": ["header"],
@@ -327,6 +316,36 @@ mod tests {
     fn agrees(body: &str) -> bool {
         let bytes = Bytes::copy_from_slice(body.as_bytes());
         !well_formed(&bytes) || full_check(&bytes).is_none()
+    }
+
+    #[test]
+    fn the_audience_is_the_canonical_resource_whatever_the_host() {
+        let config =
+            crate::Config { public_url: Some("http://127.0.0.1:5555/".into()), ..crate::Config::embedded() };
+        let app = App::new(config).unwrap();
+        assert_eq!(app.resource_url(), "http://127.0.0.1:5555/mcp");
+        let principal =
+            Principal { user_id: "usr_owner".into(), client_id: "cli_console".into(), scopes: vec![] };
+        let far = i64::MAX / 2;
+        app.oauth.plant("at_foreign", principal.clone(), "http://localhost:5555/mcp", far);
+        app.oauth.plant("at_canonical", principal, "http://127.0.0.1:5555/mcp", far);
+        for host in ["localhost:5555", "127.0.0.1:5555", "evil.example"] {
+            let headers = |token: &str| {
+                let mut h = HeaderMap::new();
+                h.insert(header::HOST, HeaderValue::from_str(host).unwrap());
+                h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {token}")).unwrap());
+                h
+            };
+            assert!(authenticate(&app, &headers("at_foreign")).is_none(), "Host {host} made it ours");
+            assert!(authenticate(&app, &headers("at_canonical")).is_some(), "Host {host}");
+        }
+        assert!(crate::app::canonical_base("ftp://x").is_err());
+        assert!(crate::app::canonical_base("http://x/?q").is_err());
+        assert!(crate::app::canonical_base("https://").is_err());
+        assert_eq!(
+            crate::app::canonical_base("https://mcp.example.com/base/").unwrap(),
+            "https://mcp.example.com/base"
+        );
     }
 
     #[test]

@@ -64,14 +64,39 @@ pub(crate) const IN_PROGRESS_RETRY_MS: u64 = 250;
 /// (docs/BENCHMARKS.md); a shard holds 1/16 of the keys and stalls only its own callers.
 const SHARDS: usize = 16;
 
+/// Live records (running claims and results younger than 24 h) the in-memory store holds by
+/// default, across its shards; `--max-idempotency-records` changes it. A result is ~1 KiB
+/// here, and the effect it records (an instruction, a message) about as much in the store, so
+/// this bounds what keyed writes can add within a day (docs/RELIABILITY.md).
+pub const DEFAULT_CAPACITY: usize = 100_000;
+
 #[derive(Debug, Default)]
+struct Shard {
+    records: Swept<Slot, Entry>,
+    /// While the shard is full: when its oldest result expires, so a refused claim does not walk
+    /// the shard again before a sweep can free anything.
+    full_until_ms: Option<i64>,
+}
+
+/// The in-memory store: at most `capacity` live records, split evenly over 16 shards. When a
+/// new key's shard is full of unexpired records, after dropping the expired ones, the claim is
+/// refused with [`StoreError`] (MCP_DEPENDENCY_UNAVAILABLE, retryable, before any effect):
+/// replays, mismatches and calls in progress are still answered, since they need no room.
+#[derive(Debug)]
 pub struct MemoryStore {
-    shards: [Mutex<Swept<Slot, Entry>>; SHARDS],
+    shards: [Mutex<Shard>; SHARDS],
+    per_shard: usize,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::with_capacity(DEFAULT_CAPACITY)
+    }
 }
 
 impl IdempotencyStore for MemoryStore {
     fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Result<Claim, StoreError> {
-        Ok(self.claim_now(slot, fingerprint, now_ms))
+        self.claim_now(slot, fingerprint, now_ms).ok_or(StoreError)
     }
 
     fn complete(
@@ -81,59 +106,119 @@ impl IdempotencyStore for MemoryStore {
         data: &Value,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let mut entries = self.shard(&slot);
-        entries.map.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
+        // The claim already holds this slot's room: storing the result never needs more.
+        let mut shard = self.shard(&slot);
+        shard.records.map.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
         Ok(())
     }
 
     fn release(&self, slot: Slot) -> Result<(), StoreError> {
-        let mut entries = self.shard(&slot);
-        if matches!(entries.map.get(&slot), Some(Entry::Running { .. })) {
-            entries.map.remove(&slot);
+        let mut shard = self.shard(&slot);
+        if matches!(shard.records.map.get(&slot), Some(Entry::Running { .. })) {
+            shard.records.map.remove(&slot);
         }
         Ok(())
     }
 
     fn clear(&self) -> Result<(), StoreError> {
         for shard in &self.shards {
-            shard.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
+            shard.records.clear();
+            shard.full_until_ms = None;
         }
         Ok(())
     }
 }
 
+const RETENTION_MS: i64 = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
+
+/// A running claim is released or completed by its call; only old results expire.
+fn live(entry: &Entry, now_ms: i64) -> bool {
+    !matches!(entry, Entry::Done { at_ms, .. } if now_ms - at_ms >= RETENTION_MS)
+}
+
 impl MemoryStore {
-    fn shard(&self, slot: &Slot) -> MutexGuard<'_, Swept<Slot, Entry>> {
+    /// A store holding at most `capacity` live records (at least one per shard).
+    pub fn with_capacity(capacity: usize) -> MemoryStore {
+        MemoryStore { shards: Default::default(), per_shard: capacity.div_ceil(SHARDS).max(1) }
+    }
+
+    /// The live records it holds at most.
+    pub fn capacity(&self) -> usize {
+        self.per_shard * SHARDS
+    }
+
+    fn shard(&self, slot: &Slot) -> MutexGuard<'_, Shard> {
         // A panic while holding a shard cannot leave an entry half-written: keep serving.
         self.shards[shard_of(slot)].lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().unwrap().map.len()).sum()
+    /// Records held now, expired ones not yet swept included.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).records.map.len()).sum()
     }
 
-    fn claim_now(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
-        let mut entries = self.shard(&slot);
-        let retention = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
-        // A running claim is released or completed by its call; only old results expire.
-        entries.sweep_if_grown(|e| !matches!(e, Entry::Done { at_ms, .. } if now_ms - at_ms >= retention));
-        match entries.map.get(&slot) {
-            Some(Entry::Done { at_ms, .. }) if now_ms - at_ms >= retention => {}
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `None`: the slot's shard is full of live records.
+    fn claim_now(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Option<Claim> {
+        let mut shard = self.shard(&slot);
+        shard.records.sweep_if_grown(|e| live(e, now_ms));
+        match shard.records.map.get(&slot) {
+            Some(Entry::Done { at_ms, .. }) if now_ms - at_ms >= RETENTION_MS => {
+                // Reusing an expired record's room: the shard does not grow.
+                shard.records.map.insert(slot, Entry::Running { fingerprint });
+                return Some(Claim::Fresh);
+            }
             Some(Entry::Done { fingerprint: f, data, .. }) => {
-                return if *f == fingerprint { Claim::Replay(data.clone()) } else { Claim::Mismatch };
+                return Some(if *f == fingerprint { Claim::Replay(data.clone()) } else { Claim::Mismatch });
             }
             Some(Entry::Running { fingerprint: f, .. }) => {
-                return if *f == fingerprint {
+                return Some(if *f == fingerprint {
                     Claim::InProgress { retry_after_ms: IN_PROGRESS_RETRY_MS }
                 } else {
                     Claim::Mismatch
-                };
+                });
             }
             None => {}
         }
-        entries.map.insert(slot, Entry::Running { fingerprint });
-        Claim::Fresh
+        if shard.records.map.len() >= self.per_shard && !self.make_room(&mut shard, now_ms) {
+            return None;
+        }
+        shard.records.map.insert(slot, Entry::Running { fingerprint });
+        Some(Claim::Fresh)
+    }
+
+    /// Drops the shard's expired records; false if it is still full. A full shard is walked
+    /// again only once its oldest result can have expired.
+    fn make_room(&self, shard: &mut Shard, now_ms: i64) -> bool {
+        if shard.full_until_ms.is_some_and(|until| now_ms < until) {
+            return false;
+        }
+        shard.records.map.retain(|_, e| live(e, now_ms));
+        if shard.records.map.len() < self.per_shard {
+            shard.full_until_ms = None;
+            return true;
+        }
+        // Running claims become results no older than now when they complete.
+        let oldest = shard
+            .records
+            .map
+            .values()
+            .filter_map(|e| match e {
+                Entry::Done { at_ms, .. } => Some(*at_ms),
+                Entry::Running { .. } => None,
+            })
+            .min()
+            .unwrap_or(now_ms);
+        shard.full_until_ms = Some(oldest + RETENTION_MS);
+        tracing::warn!(
+            capacity = self.capacity(),
+            "idempotency store full of unexpired records: new keyed writes refused as MCP_DEPENDENCY_UNAVAILABLE"
+        );
+        false
     }
 }
 
@@ -175,6 +260,68 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    impl MemoryStore {
+        fn claim_ok(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
+            self.claim_now(slot, fingerprint, now_ms).expect("room for a new key")
+        }
+    }
+
+    fn slot_of(i: u32) -> Slot {
+        let mut slot = [0; 32];
+        slot[..4].copy_from_slice(&i.to_be_bytes());
+        slot
+    }
+
+    #[test]
+    fn a_full_store_refuses_new_keys_but_still_answers_known_ones() {
+        let store = MemoryStore::with_capacity(SHARDS * 4);
+        let day = RETENTION_MS;
+        // Fill every shard with results stored at 0.
+        let mut stored = Vec::new();
+        let mut i = 0;
+        while stored.len() < store.capacity() {
+            let slot = slot_of(i);
+            i += 1;
+            // `None`: this slot's shard is full already; others are not yet.
+            if let Some(claim) = store.claim_now(slot, [1; 32], 0) {
+                assert_eq!(claim, Claim::Fresh);
+                store.complete(slot, [1; 32], &json!({ "i": i }), 0).unwrap();
+                stored.push(slot);
+            }
+        }
+        assert_eq!(store.len(), store.capacity());
+        // Every new key is refused now, whatever its shard, and nothing is added.
+        for j in 0..256 {
+            assert_eq!(store.claim(slot_of(1_000_000 + j), [1; 32], 10), Err(StoreError));
+        }
+        assert_eq!(store.len(), store.capacity());
+        // Keys already held need no room: replay, mismatch.
+        assert!(matches!(store.claim(stored[0], [1; 32], 10), Ok(Claim::Replay(_))));
+        assert_eq!(store.claim(stored[0], [2; 32], 10), Ok(Claim::Mismatch));
+        // A full shard is not walked again before its oldest result can expire.
+        assert!(store.shards.iter().all(|s| s.lock().unwrap().full_until_ms.is_some()));
+        // Once the day has passed, expired results are swept first and new keys fit again.
+        let fresh = (0..256).filter(|j| store.claim(slot_of(3_000_000 + j), [1; 32], day).is_ok()).count();
+        assert_eq!(fresh, store.capacity(), "every shard emptied of the day-old results, then refilled");
+        assert_eq!(store.len(), store.capacity());
+    }
+
+    #[test]
+    fn running_claims_count_against_the_capacity_and_release_frees_them() {
+        let store = MemoryStore::with_capacity(SHARDS);
+        let slot = slot_of(7);
+        let mate = (8..).map(slot_of).find(|s| shard_of(s) == shard_of(&slot)).unwrap();
+        assert_eq!(store.claim_now(slot, [1; 32], 0), Some(Claim::Fresh));
+        assert_eq!(store.claim_now(mate, [1; 32], 0), None, "one record per shard");
+        store.release(slot).unwrap();
+        assert_eq!(store.claim_now(mate, [1; 32], 0), Some(Claim::Fresh));
+        // Completing never fails, full or not: the effect has happened.
+        store.complete(mate, [1; 32], &json!(1), 0).unwrap();
+        store.clear().unwrap();
+        assert!(store.is_empty());
+        assert_eq!(store.claim_now(slot, [1; 32], 0), Some(Claim::Fresh));
+    }
+
     #[test]
     fn results_past_retention_are_forgotten_as_new_keys_arrive() {
         let store = MemoryStore::default();
@@ -185,14 +332,14 @@ mod tests {
             let mut slot = [0; 32];
             slot[..4].copy_from_slice(&i.to_be_bytes());
             let at = if i < old { 0 } else { day };
-            assert_eq!(store.claim_now(slot, [1; 32], at), Claim::Fresh);
+            assert_eq!(store.claim_ok(slot, [1; 32], at), Claim::Fresh);
             store.complete(slot, [1; 32], &json!({ "i": i }), at).unwrap();
         }
         let len = store.len();
         assert!(len < (total - old) as usize + 1000, "the results of a day ago went, {len} entries left");
         let mut recent = [0; 32];
         recent[..4].copy_from_slice(&(total - 1).to_be_bytes());
-        assert_eq!(store.claim_now(recent, [1; 32], day + 1), Claim::Replay(json!({ "i": total - 1 })));
+        assert_eq!(store.claim_ok(recent, [1; 32], day + 1), Claim::Replay(json!({ "i": total - 1 })));
     }
 
     #[test]
@@ -211,17 +358,17 @@ mod tests {
     fn lifecycle() {
         let store = MemoryStore::default();
         let (slot, fp, other) = ([1; 32], [2; 32], [3; 32]);
-        assert_eq!(store.claim_now(slot, fp, 0), Claim::Fresh);
-        assert!(matches!(store.claim_now(slot, fp, 1), Claim::InProgress { .. }));
-        assert_eq!(store.claim_now(slot, other, 1), Claim::Mismatch);
+        assert_eq!(store.claim_ok(slot, fp, 0), Claim::Fresh);
+        assert!(matches!(store.claim_ok(slot, fp, 1), Claim::InProgress { .. }));
+        assert_eq!(store.claim_ok(slot, other, 1), Claim::Mismatch);
         store.complete(slot, fp, &json!({"id": 1}), 10).unwrap();
-        assert_eq!(store.claim_now(slot, fp, 20), Claim::Replay(json!({"id": 1})));
-        assert_eq!(store.claim_now(slot, other, 20), Claim::Mismatch);
+        assert_eq!(store.claim_ok(slot, fp, 20), Claim::Replay(json!({"id": 1})));
+        assert_eq!(store.claim_ok(slot, other, 20), Claim::Mismatch);
         let day = 24 * 3600 * 1000;
-        assert_eq!(store.claim_now(slot, fp, 10 + day - 60_000), Claim::Replay(json!({"id": 1})));
-        assert_eq!(store.claim_now(slot, fp, 10 + day + 60_000), Claim::Fresh);
+        assert_eq!(store.claim_ok(slot, fp, 10 + day - 60_000), Claim::Replay(json!({"id": 1})));
+        assert_eq!(store.claim_ok(slot, fp, 10 + day + 60_000), Claim::Fresh);
         store.release(slot).unwrap();
-        assert_eq!(store.claim_now(slot, other, 10 + day + 60_000), Claim::Fresh);
+        assert_eq!(store.claim_ok(slot, other, 10 + day + 60_000), Claim::Fresh);
     }
 
     #[test]

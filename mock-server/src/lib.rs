@@ -38,11 +38,15 @@ pub const DEV_TOKEN_PREFIX: &str = "dev-token-";
 pub const EMBEDDED_DATASET: &str = include_str!("../../fixtures/dataset.json");
 
 /// Serve Streamable HTTP on `listener` until `shutdown` resolves; in-flight calls finish first.
+/// Without `public_url`, the canonical resource is `http://<the listener's address>/mcp`.
 pub async fn run(
     listener: tokio::net::TcpListener,
-    config: Config,
+    mut config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    if config.public_url.is_none() {
+        config.public_url = Some(format!("http://{}", listener.local_addr()?));
+    }
     let app = Arc::new(App::new(config)?);
     http::serve(listener, app, shutdown).await
 }

@@ -58,9 +58,21 @@ struct Cli {
     /// Accept any Host (behind a trusted reverse proxy only).
     #[arg(long)]
     any_host: bool,
-    /// Public base URL, for the OAuth resource metadata (default: from the Host header).
+    /// Public base URL (e.g. https://mcp.example.com): URL/mcp is the canonical resource the
+    /// metadata names, tokens are minted for and checked against, whatever the Host header
+    /// (default: http://<--listen address>).
     #[arg(long)]
     public_url: Option<String>,
+    /// Live idempotency records kept in memory at most; past it new keyed writes answer
+    /// MCP_DEPENDENCY_UNAVAILABLE (retryable) until older records expire. Not with --redis.
+    #[arg(long, value_name = "N", default_value_t = mock_server::idempotency::DEFAULT_CAPACITY)]
+    max_idempotency_records: usize,
+    /// Dynamically registered OAuth clients kept at most (unused ones expire after 24 h).
+    #[arg(long, value_name = "N", default_value_t = mock_server::oauth::OAuthLimits::default().max_clients)]
+    max_registered_clients: usize,
+    /// OAuth client registrations per minute per peer address.
+    #[arg(long, value_name = "N", default_value_t = mock_server::oauth::OAuthLimits::default().registrations_per_minute)]
+    registrations_per_minute: u32,
     /// Keep idempotency keys and rate windows in Redis (e.g. redis://127.0.0.1:6379), shared by
     /// every replica started with the same URL, namespace and --secret.
     #[arg(long, env = "CHATAIGNE_REDIS")]
@@ -147,6 +159,12 @@ fn main() -> anyhow::Result<()> {
         allowed_origins: cli.allowed_origins.clone(),
         allowed_hosts: (!cli.any_host).then(|| cli.allowed_hosts.clone()),
         public_url: cli.public_url.clone(),
+        idempotency_capacity: cli.max_idempotency_records,
+        oauth: mock_server::oauth::OAuthLimits {
+            max_clients: cli.max_registered_clients,
+            registrations_per_minute: cli.registrations_per_minute,
+            ..Default::default()
+        },
         secret: cli.secret.clone(),
         auth_server: !cli.no_auth_server,
         redis_url: cli.redis.clone(),
@@ -162,6 +180,9 @@ fn main() -> anyhow::Result<()> {
     }
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("binding {}", cli.listen))?;
+        if cli.public_url.is_none() && cli.listen.ip().is_unspecified() {
+            tracing::warn!("listening on every interface without --public-url: OAuth tokens are minted for http://{}/mcp only", listener.local_addr()?);
+        }
         tracing::info!(address = %listener.local_addr()?, control_api = cli.control_api, "serving http://{}/mcp", listener.local_addr()?);
         mock_server::run(listener, config, shutdown_signal()).await
     })

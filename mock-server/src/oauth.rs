@@ -2,13 +2,20 @@
 //! clients (MCP Inspector, the TypeScript SDK) can connect with a real flow: RFC 8414 metadata,
 //! RFC 7591 dynamic registration, authorization code + PKCE S256 with a consent page that lets
 //! the developer pick a dataset persona, token and refresh grants. Tokens are bound to this
-//! server's resource (RFC 8707); static development tokens stay available for scripts.
+//! server's canonical resource (RFC 8707, `--public-url`); static development tokens stay
+//! available for scripts.
+//!
+//! Nothing here needs a login, so every endpoint is bounded against a hostile peer (or a web
+//! page): registration bodies and fields are capped (RFC 7591 §3.2.2 errors), registrations are
+//! limited per peer address, registered clients are capped with unused ones expiring, and each
+//! client holds a bounded number of codes and tokens (docs/RELIABILITY.md, docs/DECISIONS.md).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Form, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Form, Query, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -27,9 +34,67 @@ const ACCESS_TTL_MS: i64 = 3_600_000;
 /// An unused authorization code expires after ten minutes (RFC 6749 §4.1.2's maximum).
 const CODE_TTL_MS: i64 = 600_000;
 
-#[derive(Debug, Clone)]
+/// A registration request's body at most (RFC 7591): 413 beyond.
+pub const MAX_REGISTRATION_BYTES: usize = 16 * 1024;
+/// Redirect URIs per client at most, and bytes per URI.
+pub const MAX_REDIRECT_URIS: usize = 8;
+pub const MAX_REDIRECT_URI_BYTES: usize = 2048;
+/// `client_name` characters at most.
+pub const MAX_CLIENT_NAME_CHARS: usize = 200;
+/// Codes, access tokens and refresh tokens each client holds at most: issuing one more drops
+/// its oldest of the kind (a refresh chain keeps only its newest token alive anyway).
+pub const TOKENS_PER_CLIENT: usize = 8;
+/// The body of any other authorization server request (consent form, token request) at most.
+const MAX_FORM_BYTES: usize = 16 * 1024;
+const MINUTE_MS: i64 = 60_000;
+
+/// How much the authorization server keeps for unauthenticated peers (`Config::oauth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OAuthLimits {
+    /// Registered clients kept at most; a registration past it evicts the oldest client never
+    /// used for a token, or, if every client has been used, the least recently used one.
+    pub max_clients: usize,
+    /// A client never used for a token is forgotten this long after its registration.
+    pub unused_client_ttl_ms: i64,
+    /// Registrations per minute per peer address (IPv6: per /64); 429 beyond.
+    pub registrations_per_minute: u32,
+}
+
+impl Default for OAuthLimits {
+    fn default() -> Self {
+        OAuthLimits { max_clients: 1000, unused_client_ttl_ms: 24 * 3_600_000, registrations_per_minute: 20 }
+    }
+}
+
+#[derive(Debug)]
 struct Registered {
     redirect_uris: Vec<String>,
+    /// Registration order, for eviction.
+    seq: u64,
+    registered_ms: i64,
+    /// When a token was last issued for it; `None`: never, so it expires.
+    used_ms: Option<i64>,
+    /// Its newest codes, access and refresh tokens, oldest first (some may be gone already).
+    codes: VecDeque<String>,
+    access: VecDeque<String>,
+    refresh: VecDeque<String>,
+}
+
+impl Registered {
+    fn live(&self, limits: &OAuthLimits, now_ms: i64) -> bool {
+        self.used_ms.is_some() || now_ms - self.registered_ms < limits.unused_client_ttl_ms
+    }
+
+    /// Eviction order: unused before used; then oldest registration, or least recent use.
+    fn eviction_rank(&self) -> (bool, i64, u64) {
+        (self.used_ms.is_some(), self.used_ms.unwrap_or(0), self.seq)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Clients {
+    map: HashMap<String, Registered>,
+    next_seq: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -55,13 +120,17 @@ struct PendingCode {
 }
 
 /// The authorization server's state. Codes and access tokens expire and are swept as new ones
-/// arrive; registered clients and refresh tokens live until the server stops (development use).
+/// arrive; clients are capped and expire unless used; each client's codes and tokens are capped
+/// (newest kept). Locks are taken in field order: clients, codes, refresh, access.
 #[derive(Debug, Default)]
 pub struct OAuth {
-    clients: Mutex<HashMap<String, Registered>>,
+    limits: OAuthLimits,
+    clients: Mutex<Clients>,
     codes: Mutex<Swept<String, PendingCode>>,
     refresh: Mutex<HashMap<String, Grant>>,
     access: Mutex<Swept<String, Issued>>,
+    /// Registration windows per peer: (start, count).
+    registrations: Mutex<Swept<IpAddr, (i64, u32)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -75,7 +144,134 @@ fn random_token(prefix: &str) -> String {
     format!("{prefix}{tail}")
 }
 
+/// Adds `id` to a client's list of one kind; past the cap the oldest goes from `map` too.
+fn keep_newest<V>(ids: &mut VecDeque<String>, id: String, map: &mut HashMap<String, V>) {
+    ids.push_back(id);
+    while ids.len() > TOKENS_PER_CLIENT {
+        if let Some(old) = ids.pop_front() {
+            map.remove(&old);
+        }
+    }
+}
+
+/// The key a peer's registrations are counted under: its address, an IPv6 one by its /64 (one
+/// host usually holds a whole /64).
+fn peer_key(peer: Option<SocketAddr>) -> IpAddr {
+    match peer.map(|p| p.ip()) {
+        Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        },
+        Some(v4) => v4,
+        None => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+    }
+}
+
 impl OAuth {
+    pub fn new(limits: OAuthLimits) -> OAuth {
+        OAuth { limits, ..OAuth::default() }
+    }
+
+    /// Forgets the registration windows (control API reset; the clock may go back).
+    pub fn clear_windows(&self) {
+        lock(&self.registrations).clear();
+    }
+
+    /// Counts a registration attempt of `peer`: `Err(retry_after_ms)` past the limit.
+    fn admit_registration(&self, peer: IpAddr, now_ms: i64) -> Result<(), i64> {
+        let mut windows = lock(&self.registrations);
+        let open = |start: i64| (0..MINUTE_MS).contains(&(now_ms - start));
+        windows.sweep_if_grown(|(start, _)| open(*start));
+        let (start, count) = windows.map.entry(peer).or_insert((now_ms, 0));
+        if !open(*start) {
+            (*start, *count) = (now_ms, 0);
+        }
+        if *count >= self.limits.registrations_per_minute {
+            return Err((*start + MINUTE_MS - now_ms).max(1));
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    /// Registers a client; past the cap, expired clients go first, then one by eviction order.
+    fn register_client(&self, redirect_uris: Vec<String>, now_ms: i64) -> String {
+        let mut clients = lock(&self.clients);
+        if clients.map.len() >= self.limits.max_clients {
+            let expired: Vec<String> = clients
+                .map
+                .iter()
+                .filter(|(_, c)| !c.live(&self.limits, now_ms))
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in expired {
+                if let Some(gone) = clients.map.remove(&id) {
+                    self.forget_tokens(&gone);
+                }
+            }
+        }
+        while clients.map.len() >= self.limits.max_clients.max(1) {
+            let Some(oldest) =
+                clients.map.iter().min_by_key(|(_, c)| c.eviction_rank()).map(|(id, _)| id.clone())
+            else {
+                break;
+            };
+            if let Some(gone) = clients.map.remove(&oldest) {
+                self.forget_tokens(&gone);
+            }
+        }
+        let client_id = random_token("cli_dyn").chars().take(28).collect::<String>();
+        let seq = clients.next_seq;
+        clients.next_seq += 1;
+        let registered = Registered {
+            redirect_uris,
+            seq,
+            registered_ms: now_ms,
+            used_ms: None,
+            codes: VecDeque::new(),
+            access: VecDeque::new(),
+            refresh: VecDeque::new(),
+        };
+        clients.map.insert(client_id.clone(), registered);
+        client_id
+    }
+
+    /// Drops what was issued to a client that is gone. Called with `clients` locked.
+    fn forget_tokens(&self, gone: &Registered) {
+        let mut codes = lock(&self.codes);
+        for id in &gone.codes {
+            codes.map.remove(id);
+        }
+        drop(codes);
+        let mut refresh = lock(&self.refresh);
+        for id in &gone.refresh {
+            refresh.remove(id);
+        }
+        drop(refresh);
+        let mut access = lock(&self.access);
+        for id in &gone.access {
+            access.map.remove(id);
+        }
+    }
+
+    /// Whether `client_id` is a live client with `redirect_uri` registered.
+    fn check_client(&self, client_id: &str, redirect_uri: &str, now_ms: i64) -> Result<(), Refusal> {
+        let clients = lock(&self.clients);
+        let Some(client) = clients.map.get(client_id).filter(|c| c.live(&self.limits, now_ms)) else {
+            return Err(Refusal::Direct("invalid_client", "unknown client_id"));
+        };
+        if !client.redirect_uris.iter().any(|u| u == redirect_uri) {
+            return Err(Refusal::Direct("invalid_request", "redirect_uri not registered"));
+        }
+        Ok(())
+    }
+
+    /// Plants an access token as if issued for `audience` (tests of the resource server).
+    #[cfg(test)]
+    pub(crate) fn plant(&self, token: &str, principal: Principal, audience: &str, expires_ms: i64) {
+        let issued = Issued { principal, audience: audience.to_owned(), expires_ms };
+        lock(&self.access).map.insert(token.to_owned(), issued);
+    }
+
     /// The principal of an issued access token, if it is live and for `audience`.
     pub fn check(&self, token: &str, audience: &str, now_ms: i64) -> Option<Principal> {
         let access = lock(&self.access);
@@ -83,9 +279,17 @@ impl OAuth {
         (issued.expires_ms > now_ms && issued.audience == audience).then(|| issued.principal.clone())
     }
 
-    fn issue(&self, grant: &Grant, now_ms: i64) -> serde_json::Value {
+    /// Tokens for `grant`; `None` if its client is gone (evicted or expired). Marks it used.
+    fn issue(&self, grant: &Grant, now_ms: i64) -> Option<serde_json::Value> {
+        let mut clients = lock(&self.clients);
+        let client = clients.map.get_mut(&grant.client_id).filter(|c| c.live(&self.limits, now_ms))?;
+        client.used_ms = Some(now_ms);
         let access_token = random_token("at_");
         let refresh_token = random_token("rt_");
+        let mut refresh = lock(&self.refresh);
+        refresh.insert(refresh_token.clone(), grant.clone());
+        keep_newest(&mut client.refresh, refresh_token.clone(), &mut refresh);
+        drop(refresh);
         let mut access = lock(&self.access);
         access.sweep_if_grown(|issued| issued.expires_ms > now_ms);
         access.map.insert(
@@ -96,21 +300,23 @@ impl OAuth {
                 expires_ms: now_ms + ACCESS_TTL_MS,
             },
         );
-        drop(access);
-        lock(&self.refresh).insert(refresh_token.clone(), grant.clone());
-        json!({
+        keep_newest(&mut client.access, access_token.clone(), &mut access.map);
+        Some(json!({
             "access_token": access_token, "token_type": "Bearer", "expires_in": ACCESS_TTL_MS / 1000,
             "refresh_token": refresh_token, "scope": grant.principal.scopes.join(" "),
-        })
+        }))
     }
 
-    /// A new authorization code for `grant`.
-    fn park_code(&self, grant: Grant, now_ms: i64) -> String {
+    /// A new authorization code for `grant`; `None` if its client is gone.
+    fn park_code(&self, grant: Grant, now_ms: i64) -> Option<String> {
+        let mut clients = lock(&self.clients);
+        let client = clients.map.get_mut(&grant.client_id).filter(|c| c.live(&self.limits, now_ms))?;
         let code = random_token("code_");
         let mut codes = lock(&self.codes);
         codes.sweep_if_grown(|pending| pending.expires_ms > now_ms);
         codes.map.insert(code.clone(), PendingCode { grant, expires_ms: now_ms + CODE_TTL_MS });
-        code
+        keep_newest(&mut client.codes, code.clone(), &mut codes.map);
+        Some(code)
     }
 
     /// The grant of a live code. A code is used once, whatever happens next.
@@ -126,11 +332,13 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/oauth/register", post(register))
         .route("/oauth/authorize", get(consent).post(approve))
         .route("/oauth/token", post(token))
+        .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .with_state(app)
 }
 
-async fn metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> Json<serde_json::Value> {
-    let base = crate::http::base_url(&app, &headers);
+/// RFC 8414 metadata, from the canonical URL whatever the `Host`.
+async fn metadata(State(app): State<Arc<App>>) -> Json<serde_json::Value> {
+    let base = &app.public_url;
     Json(json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/oauth/authorize"),
@@ -144,29 +352,118 @@ async fn metadata(State(app): State<Arc<App>>, headers: HeaderMap) -> Json<serde
     }))
 }
 
-#[derive(Deserialize)]
-struct Registration {
-    #[serde(default)]
-    redirect_uris: Vec<String>,
-    #[serde(default)]
-    client_name: Option<String>,
-}
-
 fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     (status, Json(json!({ "error": error, "error_description": description }))).into_response()
 }
 
-async fn register(State(app): State<Arc<App>>, Json(reg): Json<Registration>) -> Response {
-    if reg.redirect_uris.is_empty() {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_redirect_uri", "redirect_uris is required");
+/// The metadata kept of a registration: what the flow needs, within the field caps.
+struct Registration {
+    redirect_uris: Vec<String>,
+    client_name: Option<String>,
+}
+
+/// A redirect URI a client may register: absolute, no fragment, no blanks or controls, and not
+/// a scheme a browser would run or read locally.
+fn redirect_uri_ok(uri: &str) -> bool {
+    let Some((scheme, rest)) = uri.split_once(':') else { return false };
+    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let scheme = scheme.to_ascii_lowercase();
+    let web = matches!(scheme.as_str(), "http" | "https");
+    scheme_ok
+        && !rest.is_empty()
+        && !matches!(scheme.as_str(), "javascript" | "data" | "vbscript" | "file" | "blob")
+        && (!web || rest.strip_prefix("//").is_some_and(|r| !r.is_empty() && !r.starts_with('/')))
+        && !uri.contains('#')
+        && !uri.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// RFC 7591 §2 metadata within the caps; `Err((error, description))` per §3.2.2. Other fields
+/// are accepted and neither kept nor echoed.
+fn parse_registration(body: &[u8]) -> Result<Registration, (&'static str, &'static str)> {
+    let metadata = "invalid_client_metadata";
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|_| (metadata, "the body is not a JSON object"))?;
+    let object = value.as_object().ok_or((metadata, "the body is not a JSON object"))?;
+    let uris = object.get("redirect_uris").and_then(|v| v.as_array());
+    let uris = uris.filter(|u| !u.is_empty()).ok_or(("invalid_redirect_uri", "redirect_uris is required"))?;
+    if uris.len() > MAX_REDIRECT_URIS {
+        return Err(("invalid_redirect_uri", "at most 8 redirect_uris"));
     }
-    let client_id = random_token("cli_dyn").chars().take(28).collect::<String>();
-    lock(&app.oauth.clients)
-        .insert(client_id.clone(), Registered { redirect_uris: reg.redirect_uris.clone() });
+    let redirect_uris = uris
+        .iter()
+        .map(|u| match u.as_str() {
+            Some(u) if u.len() > MAX_REDIRECT_URI_BYTES => {
+                Err(("invalid_redirect_uri", "a redirect_uri over 2048 bytes"))
+            }
+            Some(u) if redirect_uri_ok(u) => Ok(u.to_owned()),
+            _ => Err(("invalid_redirect_uri", "a redirect_uri is not an absolute URI without fragment")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let client_name = match object.get("client_name") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(name)) if name.chars().count() <= MAX_CLIENT_NAME_CHARS => {
+            Some(name.clone())
+        }
+        Some(serde_json::Value::String(_)) => return Err((metadata, "client_name over 200 characters")),
+        Some(_) => return Err((metadata, "client_name is not a string")),
+    };
+    Ok(Registration { redirect_uris, client_name })
+}
+
+/// RFC 7591 registration. In order: a foreign `Origin` (a web page) is refused like on `/mcp`;
+/// the peer's rate (429); a JSON content type (a page cannot send one without a preflight we
+/// never grant); the body cap (413); the metadata caps (400).
+async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
+    if let Some(origin) = request.headers().get(header::ORIGIN)
+        && !crate::http::origin_allowed(&app, origin)
+    {
+        return oauth_error(StatusCode::FORBIDDEN, "access_denied", "Origin not allowed");
+    }
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
+    let now = app.clock.now_ms();
+    if let Err(retry_ms) = app.oauth.admit_registration(peer_key(peer), now) {
+        let mut response = oauth_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "temporarily_unavailable",
+            "too many registrations from this address; retry later",
+        );
+        let seconds = (retry_ms + 999) / 1000;
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        return response;
+    }
+    let json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return oauth_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_client_metadata",
+            "Content-Type must be application/json",
+        );
+    }
+    let Ok(body) = axum::body::to_bytes(request.into_body(), MAX_REGISTRATION_BYTES).await else {
+        return oauth_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_client_metadata",
+            "the registration request is over 16 KiB",
+        );
+    };
+    let reg = match parse_registration(&body) {
+        Ok(reg) => reg,
+        Err((error, description)) => return oauth_error(StatusCode::BAD_REQUEST, error, description),
+    };
+    let client_id = app.oauth.register_client(reg.redirect_uris.clone(), now);
     (
         StatusCode::CREATED,
         Json(json!({
-            "client_id": client_id, "client_name": reg.client_name, "redirect_uris": reg.redirect_uris,
+            "client_id": client_id, "client_id_issued_at": now.div_euclid(1000),
+            "client_name": reg.client_name, "redirect_uris": reg.redirect_uris,
             "token_endpoint_auth_method": "none", "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
         })),
@@ -192,19 +489,45 @@ struct AuthorizeParams {
     persona: Option<String>,
 }
 
-/// `Err((error, description))` per RFC 6749 §4.1.2.1.
-fn check_params(app: &App, p: &AuthorizeParams) -> Result<(), (&'static str, &'static str)> {
-    let clients = lock(&app.oauth.clients);
-    let Some(client) = clients.get(&p.client_id) else {
-        return Err(("invalid_client", "unknown client_id"));
-    };
-    if !client.redirect_uris.contains(&p.redirect_uri) {
-        return Err(("invalid_request", "redirect_uri not registered"));
+/// Why an authorization request is refused (RFC 6749 §4.1.2.1).
+enum Refusal {
+    /// Client or redirect URI unknown: told to the user, never redirected.
+    Direct(&'static str, &'static str),
+    /// Anything else once they are known: back to the client's redirect URI.
+    Redirect(&'static str, &'static str),
+}
+
+/// An S256 challenge: 43 characters of base64url (a SHA-256 digest), nothing longer to keep.
+fn challenge_ok(challenge: &str) -> bool {
+    challenge.len() == 43 && challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn check_params(app: &App, p: &AuthorizeParams) -> Result<(), Refusal> {
+    app.oauth.check_client(&p.client_id, &p.redirect_uri, app.clock.now_ms())?;
+    if p.response_type != "code" || p.code_challenge_method != "S256" || !challenge_ok(&p.code_challenge) {
+        return Err(Refusal::Direct("invalid_request", "code flow with PKCE S256 required"));
     }
-    if p.response_type != "code" || p.code_challenge_method != "S256" || p.code_challenge.len() < 43 {
-        return Err(("invalid_request", "code flow with PKCE S256 required"));
+    // RFC 8707 §2: this server mints tokens for its own canonical resource only.
+    if p.resource.as_deref().is_some_and(|r| r != app.resource_url()) {
+        return Err(Refusal::Redirect("invalid_target", "resource is not this server's canonical resource"));
     }
     Ok(())
+}
+
+fn refuse(p: &AuthorizeParams, refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::Direct(error, description) => oauth_error(StatusCode::BAD_REQUEST, error, description),
+        Refusal::Redirect(error, description) => {
+            let sep = if p.redirect_uri.contains('?') { '&' } else { '?' };
+            let state = p.state.as_deref().map(|s| format!("&state={}", urlencode(s))).unwrap_or_default();
+            let to = format!(
+                "{}{sep}error={error}&error_description={}{state}",
+                p.redirect_uri,
+                urlencode(description)
+            );
+            Redirect::to(&to).into_response()
+        }
+    }
 }
 
 fn escape(text: &str) -> String {
@@ -213,8 +536,8 @@ fn escape(text: &str) -> String {
 
 /// The consent page: pick which dataset persona the client acts as.
 async fn consent(State(app): State<Arc<App>>, Query(p): Query<AuthorizeParams>) -> Response {
-    if let Err((error, description)) = check_params(&app, &p) {
-        return oauth_error(StatusCode::BAD_REQUEST, error, description);
+    if let Err(refusal) = check_params(&app, &p) {
+        return refuse(&p, refusal);
     }
     let hidden: String = [
         ("response_type", Some(p.response_type.clone())),
@@ -251,13 +574,9 @@ async fn consent(State(app): State<Arc<App>>, Query(p): Query<AuthorizeParams>) 
     .into_response()
 }
 
-async fn approve(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    Form(p): Form<AuthorizeParams>,
-) -> Response {
-    if let Err((error, description)) = check_params(&app, &p) {
-        return oauth_error(StatusCode::BAD_REQUEST, error, description);
+async fn approve(State(app): State<Arc<App>>, Form(p): Form<AuthorizeParams>) -> Response {
+    if let Err(refusal) = check_params(&app, &p) {
+        return refuse(&p, refusal);
     }
     let persona = p
         .persona
@@ -274,16 +593,23 @@ async fn approve(
         .filter(|s| requested.as_ref().is_none_or(|r| r.contains(&s.as_str())))
         .cloned()
         .collect();
-    let resource = crate::http::resource_url(&app, &headers);
     let grant = Grant {
         client_id: p.client_id.clone(),
         redirect_uri: p.redirect_uri.clone(),
         challenge: p.code_challenge.clone(),
-        principal: Principal { user_id: persona.user_id.clone(), client_id: p.client_id.clone(), scopes },
-        // RFC 8707: a token asked for another resource is minted for it, and refused here.
-        audience: p.resource.clone().unwrap_or(resource),
+        // The token acts as the persona picked: its user through its dataset client, exactly as
+        // `dev-token-<persona>` does, so rate windows (LIM-3), key scopes (IDEM-5) and cursors
+        // are the persona's, however many clients register (docs/DECISIONS.md).
+        principal: Principal {
+            user_id: persona.user_id.clone(),
+            client_id: persona.client_id.clone(),
+            scopes,
+        },
+        audience: app.resource_url(),
     };
-    let code = app.oauth.park_code(grant, app.clock.now_ms());
+    let Some(code) = app.oauth.park_code(grant, app.clock.now_ms()) else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_client", "unknown client_id");
+    };
     let sep = if p.redirect_uri.contains('?') { '&' } else { '?' };
     let state = p.state.map(|s| format!("&state={}", urlencode(&s))).unwrap_or_default();
     Redirect::to(&format!("{}{sep}code={code}{state}", p.redirect_uri)).into_response()
@@ -311,10 +637,20 @@ struct TokenRequest {
     code_verifier: Option<String>,
     #[serde(default)]
     refresh_token: Option<String>,
+    #[serde(default)]
+    resource: Option<String>,
 }
 
 async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Response {
     let now = app.clock.now_ms();
+    // RFC 8707 §2.2: a token for any other resource is refused, not minted.
+    if req.resource.as_deref().is_some_and(|r| r != app.resource_url()) {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_target",
+            "resource is not this server's canonical resource",
+        );
+    }
     let grant = match req.grant_type.as_str() {
         "authorization_code" => {
             let grant = req.code.as_deref().and_then(|c| app.oauth.take_code(c, now));
@@ -352,7 +688,9 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
         }
         _ => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "code or refresh_token"),
     };
-    let body = app.oauth.issue(&grant, now);
+    let Some(body) = app.oauth.issue(&grant, now) else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "the client is no longer registered");
+    };
     ([(header::CACHE_CONTROL, "no-store")], Json(body)).into_response()
 }
 
@@ -360,26 +698,33 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
 mod tests {
     use super::*;
 
-    fn grant() -> Grant {
+    /// Room for the thousands of clients these tests register.
+    fn oauth() -> OAuth {
+        OAuth::new(OAuthLimits { max_clients: 10_000, ..OAuthLimits::default() })
+    }
+
+    /// A grant for a newly registered client.
+    fn grant(oauth: &OAuth, now_ms: i64) -> Grant {
+        let client_id = oauth.register_client(vec!["http://127.0.0.1/cb".into()], now_ms);
         Grant {
-            client_id: "cli_test".into(),
+            client_id: client_id.clone(),
             redirect_uri: "http://127.0.0.1/cb".into(),
             challenge: "c".into(),
-            principal: Principal { user_id: "usr_a".into(), client_id: "cli_test".into(), scopes: vec![] },
+            principal: Principal { user_id: "usr_a".into(), client_id, scopes: vec![] },
             audience: "http://127.0.0.1/mcp".into(),
         }
     }
 
     #[test]
     fn expired_access_tokens_go_as_new_ones_are_issued() {
-        let oauth = OAuth::default();
+        let oauth = oauth();
         let later = 2 * ACCESS_TTL_MS;
         for _ in 0..3000 {
-            oauth.issue(&grant(), 0);
+            oauth.issue(&grant(&oauth, 0), 0).unwrap();
         }
         let mut last = serde_json::Value::Null;
         for _ in 0..3000 {
-            last = oauth.issue(&grant(), later);
+            last = oauth.issue(&grant(&oauth, later), later).unwrap();
         }
         let len = lock(&oauth.access).map.len();
         assert!(len < 6000, "tokens of two hours ago went, {len} left");
@@ -390,19 +735,116 @@ mod tests {
 
     #[test]
     fn a_code_is_good_once_and_only_for_ten_minutes() {
-        let oauth = OAuth::default();
-        let code = oauth.park_code(grant(), 0);
+        let oauth = oauth();
+        let code = oauth.park_code(grant(&oauth, 0), 0).unwrap();
         assert!(oauth.take_code(&code, CODE_TTL_MS - 1).is_some());
         assert!(oauth.take_code(&code, CODE_TTL_MS - 1).is_none(), "used twice");
-        let stale = oauth.park_code(grant(), 0);
+        let stale = oauth.park_code(grant(&oauth, 0), 0).unwrap();
         assert!(oauth.take_code(&stale, CODE_TTL_MS).is_none(), "expired");
         for _ in 0..3000 {
-            oauth.park_code(grant(), 0);
+            oauth.park_code(grant(&oauth, 0), 0).unwrap();
         }
         for _ in 0..3000 {
-            oauth.park_code(grant(), CODE_TTL_MS);
+            oauth.park_code(grant(&oauth, CODE_TTL_MS), CODE_TTL_MS).unwrap();
         }
         let len = lock(&oauth.codes).map.len();
         assert!(len < 6000, "unused codes of ten minutes ago went, {len} left");
+    }
+
+    #[test]
+    fn one_client_holds_at_most_its_newest_codes_and_tokens() {
+        let oauth = oauth();
+        let grant = grant(&oauth, 0);
+        let issued: Vec<_> = (0..100).map(|_| oauth.issue(&grant, 0).unwrap()).collect();
+        for _ in 0..100 {
+            oauth.park_code(grant.clone(), 0).unwrap();
+        }
+        assert_eq!(lock(&oauth.access).map.len(), TOKENS_PER_CLIENT);
+        assert_eq!(lock(&oauth.refresh).len(), TOKENS_PER_CLIENT);
+        assert_eq!(lock(&oauth.codes).map.len(), TOKENS_PER_CLIENT);
+        let valid = |i: usize| oauth.check(issued[i]["access_token"].as_str().unwrap(), &grant.audience, 1);
+        assert!(valid(99).is_some() && valid(100 - TOKENS_PER_CLIENT).is_some());
+        assert!(valid(99 - TOKENS_PER_CLIENT).is_none(), "older tokens were dropped");
+    }
+
+    #[test]
+    fn past_the_cap_unused_clients_go_oldest_first_and_take_their_codes_along() {
+        let oauth = OAuth::new(OAuthLimits { max_clients: 3, ..OAuthLimits::default() });
+        let used = grant(&oauth, 0);
+        oauth.issue(&used, 0).unwrap();
+        let a = grant(&oauth, 1);
+        let b = grant(&oauth, 2);
+        oauth.park_code(a.clone(), 2).unwrap();
+        // Full: the next registration evicts `a`, the oldest unused, not `used`, older still.
+        let c = grant(&oauth, 3);
+        assert!(oauth.park_code(a.clone(), 3).is_none(), "a is gone");
+        assert!(lock(&oauth.codes).map.is_empty(), "a's code went with it");
+        assert!(oauth.park_code(b.clone(), 3).is_some() && oauth.park_code(used.clone(), 3).is_some());
+        let e = grant(&oauth, 4);
+        assert!(oauth.park_code(b.clone(), 4).is_none(), "then b");
+        assert!(oauth.park_code(c.clone(), 4).is_some() && oauth.park_code(used.clone(), 4).is_some());
+        // All used: the least recently used goes, with its tokens.
+        let token = oauth.issue(&used, 5).unwrap();
+        oauth.issue(&c, 6).unwrap();
+        oauth.issue(&e, 7).unwrap();
+        grant(&oauth, 8);
+        assert!(oauth.park_code(used.clone(), 8).is_none(), "the least recently used client went");
+        assert!(oauth.check(token["access_token"].as_str().unwrap(), &used.audience, 8).is_none());
+        assert!(lock(&oauth.refresh).get(token["refresh_token"].as_str().unwrap()).is_none());
+        assert_eq!(lock(&oauth.clients).map.len(), 3);
+    }
+
+    #[test]
+    fn unused_clients_expire_after_a_day_and_used_ones_stay() {
+        let oauth = oauth();
+        let (unused, used) = (grant(&oauth, 0), grant(&oauth, 0));
+        oauth.issue(&used, 0).unwrap();
+        let day = OAuthLimits::default().unused_client_ttl_ms;
+        assert!(oauth.check_client(&unused.client_id, &unused.redirect_uri, day - 1).is_ok());
+        assert!(oauth.check_client(&unused.client_id, &unused.redirect_uri, day).is_err());
+        assert!(oauth.check_client(&used.client_id, &used.redirect_uri, 10 * day).is_ok());
+    }
+
+    #[test]
+    fn registrations_are_counted_per_address_and_ipv6_per_64() {
+        let oauth = OAuth::new(OAuthLimits { registrations_per_minute: 2, ..OAuthLimits::default() });
+        let v4 = peer_key(Some("10.0.0.1:1".parse().unwrap()));
+        assert_eq!(oauth.admit_registration(v4, 0), Ok(()));
+        assert_eq!(oauth.admit_registration(v4, 1), Ok(()));
+        assert_eq!(oauth.admit_registration(v4, 1_000), Err(59_000));
+        assert_eq!(oauth.admit_registration(peer_key(Some("10.0.0.2:1".parse().unwrap())), 1_000), Ok(()));
+        assert_eq!(oauth.admit_registration(v4, MINUTE_MS), Ok(()), "a new window");
+        let a = peer_key(Some("[2001:db8::1]:1".parse().unwrap()));
+        let b = peer_key(Some("[2001:db8::ffff:2]:1".parse().unwrap()));
+        assert_eq!(a, b, "one /64");
+        assert_ne!(a, peer_key(Some("[2001:db8:0:1::1]:1".parse().unwrap())));
+        assert_eq!(peer_key(Some("[::ffff:10.0.0.1]:1".parse().unwrap())), v4);
+        // A clock moved back (control reset) does not leave a window open for ever.
+        assert_eq!(oauth.admit_registration(v4, MINUTE_MS + 1), Ok(()));
+        assert_eq!(oauth.admit_registration(v4, MINUTE_MS + 2), Err(MINUTE_MS - 2));
+        assert_eq!(oauth.admit_registration(v4, 0), Ok(()), "a window from the future is over");
+    }
+
+    #[test]
+    fn redirect_uris_must_be_absolute_and_harmless() {
+        for ok in ["http://127.0.0.1:9/cb", "https://app.example.com/cb?x=1", "com.example.app:/oauth"] {
+            assert!(redirect_uri_ok(ok), "{ok}");
+        }
+        for bad in [
+            "/cb",
+            "cb",
+            "http:",
+            "http:///cb",
+            "http://x/cb#frag",
+            "javascript:alert(1)",
+            "JavaScript:x",
+            "data:text/html,x",
+            "file:///etc/passwd",
+            "http://x/ cb",
+            "http://x/\ncb",
+            "1http://x",
+        ] {
+            assert!(!redirect_uri_ok(bad), "{bad}");
+        }
     }
 }

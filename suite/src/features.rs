@@ -1,9 +1,9 @@
 //! Where the Gherkin features come from, and the parser that marks scenarios the server cannot
 //! run as skipped (with their reason) instead of leaving them out or letting them pass.
 //!
-//! Source: `--features DIR` if given; else `features/` under the current directory when it holds
-//! `.feature` files (a checkout of this repository); else the copies built into the binary, so
-//! an installed `chataigne-conformance` works anywhere.
+//! Source: `--features DIR` if given, else the copies built into the binary (the same files as
+//! `features/`, built in), so an installed `chataigne-conformance` works anywhere and a user's
+//! own `features/` folder (their Gherkin files) is never taken for the contract's.
 
 use std::path::{Path, PathBuf};
 use std::vec;
@@ -41,16 +41,11 @@ pub enum FeatureSource {
 }
 
 impl FeatureSource {
-    /// `--features` if given, else `./features`, else the built-in copies.
+    /// `--features` if given, else the built-in copies.
     pub fn choose(explicit: Option<&Path>) -> FeatureSource {
-        if let Some(dir) = explicit {
-            return FeatureSource::Dir(dir.to_owned());
-        }
-        let local = PathBuf::from("features");
-        if feature_files(&local).is_ok_and(|files| !files.is_empty()) {
-            FeatureSource::Dir(local)
-        } else {
-            FeatureSource::Embedded
+        match explicit {
+            Some(dir) => FeatureSource::Dir(dir.to_owned()),
+            None => FeatureSource::Embedded,
         }
     }
 

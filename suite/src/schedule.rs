@@ -128,6 +128,7 @@ mod tests {
             &strings(&["needs-control-faults"]),
             &strings(&["Given the persona \"owner\""]),
             &personas,
+            false,
         );
         assert_eq!(n.resources.get("server"), Some(&true));
         assert_eq!(n.resources.get("persona:owner"), Some(&false));

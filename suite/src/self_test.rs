@@ -47,6 +47,7 @@ pub fn run<Out: io::Write + 'static>(
         let (_server, mut profile) = crate::embedded::start(defects, &[])?;
         // The reference server makes every reference choice: it is held to the full level.
         profile.level = crate::report::Level::Full;
+        profile.require_all = tags.is_none();
         run_profile(profile, tags)
     };
     let run_variant = |variant: mock_server::Variant| -> anyhow::Result<Report> {

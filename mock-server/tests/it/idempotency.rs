@@ -311,3 +311,43 @@ async fn a_user_who_lost_access_gets_forbidden_not_the_stored_result() {
     expect_error(&replay, ErrorCode::ResourceForbidden);
     assert!(!replay.body.to_string().contains(&message_id), "the stored result does not leak");
 }
+
+// IDEM-1..3 at the memory cap: a store full of unexpired records refuses new keys with
+// MCP_DEPENDENCY_UNAVAILABLE (retryable) before any effect, and still answers known keys;
+// expired records are swept first (docs/DECISIONS.md).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_idempotency_store_refuses_new_keys_with_a_retryable_error_and_no_effect() {
+    if std::env::var("IT_REDIS").is_ok() {
+        return; // The cap is the in-memory store's; Redis bounds itself (maxmemory).
+    }
+    let capacity = 32;
+    let server = crate::support::start_with(|c| c.idempotency_capacity = capacity).await;
+    let (mut sent, mut refused) = (Vec::new(), None);
+    for i in 0..4 * capacity {
+        let k = key("full");
+        let reply = server.call("owner", "send_message", send(&format!("Message {i}"), &k)).await;
+        if code_of(&reply) == Some(ErrorCode::DependencyUnavailable) {
+            refused = Some((reply, k, i));
+            break;
+        }
+        expect_ok(&reply);
+        sent.push(k);
+    }
+    let (reply, refused_key, i) = refused.expect("the store fills up");
+    assert!(sent.len() <= capacity, "{} keys held by a store of {capacity}", sent.len());
+    assert_eq!(expect_error(&reply, ErrorCode::DependencyUnavailable)["retryable"], true);
+    assert_eq!(count(&server).await, baseline() + sent.len() as u64, "the refused write sent nothing");
+    // Known keys need no room: a replay and a mismatch are answered as ever.
+    let replay = server.call("owner", "send_message", send("Message 0", &sent[0])).await;
+    assert!(replayed(&replay), "{}", replay.body);
+    let other = server.call("owner", "send_message", send("Other text", &sent[0])).await;
+    expect_error(&other, ErrorCode::IdempotencyMismatch);
+    // Unkeyed calls do not need the store.
+    expect_ok(&server.call("owner", "list_orders", json!({ "restaurant_id": "rst_central" })).await);
+    // A day later the old records are swept and the refused key runs, once.
+    server.advance(24 * 3600).await;
+    let retried = server.call("owner", "send_message", send(&format!("Message {i}"), &refused_key)).await;
+    expect_ok(&retried);
+    assert!(!replayed(&retried));
+    assert_eq!(count(&server).await, baseline() + sent.len() as u64 + 1);
+}

@@ -92,6 +92,9 @@ pub struct Summary {
     /// Clauses that pass at the seed level but not at the full level, and ext clauses that
     /// failed: differences from this project's choices, not counted at the seed level.
     pub ext_differences: Vec<String>,
+    /// The run was cut short (its deadline passed): not a verdict on the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -218,7 +221,22 @@ impl Report {
             })
             .collect();
         let level = header.level;
-        let summary = summarize(&clauses, level, parse_errors.is_empty());
+        let mut summary = summarize(&clauses, level, parse_errors.is_empty());
+        if header.require_all && summary.skipped + summary.not_run > 0 {
+            summary.certified = false;
+        }
+        let cut_short = scenarios
+            .iter()
+            .filter(|s| {
+                s.skip_reason.as_deref().is_some_and(|r| r.starts_with(crate::world::DEADLINE_PASSED))
+            })
+            .count();
+        if cut_short > 0 {
+            summary.certified = false;
+            summary.interrupted = Some(format!(
+                "the run's deadline passed with {cut_short} scenario(s) not run (the server answers too slowly, or not at all)"
+            ));
+        }
         Report {
             suite_version: env!("CARGO_PKG_VERSION").to_owned(),
             endpoint: header.endpoint,
@@ -259,6 +277,7 @@ fn summarize(clauses: &[ClauseResult], level: Level, parsed: bool) -> Summary {
     let (failed, blocked) = (count(Status::Failed), count(Status::Blocked));
     Summary {
         certified: parsed && failed == 0 && blocked == 0,
+        interrupted: None,
         required: required.len(),
         passed: count(Status::Passed),
         failed,
@@ -275,6 +294,8 @@ pub struct ReportHeader {
     pub features: String,
     pub capabilities: crate::context::Capabilities,
     pub level: Level,
+    /// `--require-all`: a required clause skipped or not run also means not certified.
+    pub require_all: bool,
 }
 
 fn verdict(scenarios: &[ScenarioResult], findings: &[String], level: Level) -> (Status, Option<String>) {

@@ -37,8 +37,13 @@ pub fn verdict_lines(report: &Report) -> Vec<String> {
     let what = if report.level == Level::Seed { "seed clauses" } else { "clauses" };
     let checked = s.passed + s.failed + s.blocked;
     let mut lines = Vec::new();
+    if let Some(why) = &s.interrupted {
+        lines.push(format!("NOT CERTIFIED at the {level} level: {why}."));
+    }
     let head = if s.certified {
         format!("CERTIFIED at the {level} level")
+    } else if s.failed + s.blocked == 0 && s.interrupted.is_none() && report.parse_errors.is_empty() {
+        format!("NOT CERTIFIED at the {level} level (--require-all: every required clause must be checked)")
     } else {
         format!("NOT CERTIFIED at the {level} level")
     };

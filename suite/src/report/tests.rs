@@ -22,6 +22,7 @@ fn header() -> ReportHeader {
         features: "features".to_owned(),
         capabilities: Default::default(),
         level: Level::Seed,
+        require_all: false,
     }
 }
 
@@ -173,4 +174,13 @@ fn markdown_summary() {
     }];
     let report = Report::build(&scenarios, &findings, header(), vec![]);
     insta::assert_snapshot!(markdown(&report));
+}
+
+#[test]
+fn require_all_is_part_of_the_certificate() {
+    let scenarios = [scenario("a", &["PAG-1"], Status::Passed)];
+    let report = Report::build(&scenarios, &[], ReportHeader { require_all: true, ..header() }, vec![]);
+    assert!(!report.summary.certified, "not every required clause was checked");
+    assert_eq!(report.exit_code(true), 1);
+    assert!(verdict_lines(&report)[0].contains("--require-all"), "{:?}", verdict_lines(&report));
 }

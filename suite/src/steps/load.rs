@@ -673,12 +673,23 @@ mod tests {
     /// `latency(i)` seconds after it is sent and handled by the server halfway; no new call after
     /// the first refusal or once `keep_sending` says stop.
     fn simulate(limit: usize, server: &mut dyn Limiter, latency: impl Fn(usize) -> f64) -> Vec<Call> {
+        // The timings of the tests below are worked out for 16 calls in flight; the verdict
+        // rules hold for any width (`the_burst_width_changes_no_verdict`).
+        simulate_with(16, limit, server, latency)
+    }
+
+    fn simulate_with(
+        in_flight: usize,
+        limit: usize,
+        server: &mut dyn Limiter,
+        latency: impl Fn(usize) -> f64,
+    ) -> Vec<Call> {
         // (index, sent, answered, handled, decision)
         let mut flight: Vec<(usize, f64, f64, f64, Option<Answer>)> = Vec::new();
         let mut calls = Vec::new();
         let (mut now, mut next, mut stop) = (0.0_f64, 1, false);
         loop {
-            while !stop && flight.len() < IN_FLIGHT {
+            while !stop && flight.len() < in_flight {
                 if !keep_sending(limit, next - 1, now) {
                     stop = true;
                     break;
@@ -770,6 +781,21 @@ mod tests {
             })
             .max();
         assert!(most.is_some_and(|n| n > 1990), "{most:?}");
+    }
+
+    #[test]
+    fn the_burst_width_changes_no_verdict() {
+        for width in [1, 16, IN_FLIGHT] {
+            let calls = simulate_with(width, 1000, &mut reference(1000), |_| FAST);
+            assert_eq!(held(&judge(1000, &calls)), (1000, Exactness::Exact), "reference, {width} in flight");
+            let calls = simulate_with(width, 1000, &mut sliding(1000), |_| FAST);
+            assert_eq!(held(&judge(1000, &calls)), (1000, Exactness::Exact), "sliding, {width} in flight");
+            let calls = simulate_with(width, 1000, &mut calendar(1000, 10.0), |_| FAST);
+            assert_eq!(held(&judge(1000, &calls)).0, 1000, "calendar, {width} in flight");
+            let calls = simulate_with(width, 1000, &mut bucket(1000), |_| FAST);
+            let served = held(&judge(1000, &calls)).0;
+            assert!(served > 1000 && served <= 2000, "bucket, {width} in flight: {served}");
+        }
     }
 
     #[test]

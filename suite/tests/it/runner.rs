@@ -212,6 +212,8 @@ fn a_server_that_stops_answering_ends_at_the_run_deadline() {
         .filter(|c| c["reason"].as_str().is_some_and(|r| r.contains("deadline passed")))
         .count();
     assert!(skipped > 10, "the clauses not run say why: {skipped}");
+    assert_eq!(report["summary"]["certified"], json!(false), "{}", report["summary"]);
+    assert!(report["summary"]["interrupted"].as_str().is_some_and(|r| r.contains("deadline")));
 }
 
 /// A run that cannot start still writes well-formed reports (CI steps read them), each with the
