@@ -161,9 +161,29 @@ pub struct RunContext {
     /// start): "dataset: N runs left before re-seeding". `None` when not counted: the control API
     /// resets the state, the owner's token is missing, or the orders could not be listed.
     pub runs_left: Option<usize>,
+    /// Initialized sessions that finished scenarios gave back, by persona: the next scenario of
+    /// that persona takes one instead of paying an initialize round trip again.
+    pub sessions: std::sync::Mutex<HashMap<String, Vec<McpClient>>>,
 }
 
+/// Idle sessions kept per persona: about as many as scenarios run at once.
+const IDLE_SESSIONS: usize = 16;
+
 impl RunContext {
+    /// An initialized session of `persona` a finished scenario gave back, if any.
+    pub fn take_session(&self, persona: &str) -> Option<McpClient> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get_mut(persona)?.pop()
+    }
+
+    /// Keep `client` for the next scenario of `persona` (dropped beyond [`IDLE_SESSIONS`]).
+    pub fn give_back(&self, persona: String, client: McpClient) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = sessions.entry(persona).or_default();
+        if idle.len() < IDLE_SESSIONS {
+            idle.push(client);
+        }
+    }
+
     /// A client for `persona`, not yet initialized; `None` if the profile has no token for it.
     pub fn client(&self, persona: &str) -> Option<McpClient> {
         let token = self.profile.tokens.get(persona)?;

@@ -68,6 +68,7 @@ pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
         capabilities,
         published,
         runs_left,
+        sessions: Default::default(),
     })
 }
 

@@ -40,7 +40,6 @@ fn scenario_needs(
     rule: Option<&cucumber::gherkin::Rule>,
     scenario: &cucumber::gherkin::Scenario,
     personas: &[String],
-    control: bool,
 ) -> crate::schedule::Needs {
     let tags: Vec<String> =
         feature.tags.iter().chain(rule.iter().flat_map(|r| &r.tags)).chain(&scenario.tags).cloned().collect();
@@ -52,7 +51,7 @@ fn scenario_needs(
         .chain(&scenario.steps)
         .map(|s| s.value.clone())
         .collect();
-    crate::schedule::Needs::of(&tags, &steps, personas, control)
+    crate::schedule::Needs::of(&tags, &steps, personas)
 }
 
 pub async fn run_features<Out, Custom>(
@@ -100,9 +99,8 @@ where
     // than each draining the scenarios around it.
     .which_scenario({
         let personas = Arc::clone(&personas);
-        let control = ctx.control.is_some();
         move |feature, rule, scenario| {
-            let needs = scenario_needs(feature, rule, scenario, &personas, control);
+            let needs = scenario_needs(feature, rule, scenario, &personas);
             if needs.resources.get("server") == Some(&true) {
                 ScenarioType::Serial
             } else {
@@ -122,7 +120,7 @@ where
                 .cloned()
                 .collect();
             // Wait until no conflicting scenario runs (crate::schedule).
-            let needs = scenario_needs(feature, rule, scenario, &personas, ctx.control.is_some());
+            let needs = scenario_needs(feature, rule, scenario, &personas);
             world.whole_server = needs.resources.get("server") == Some(&true);
             world.held = Some(locks.acquire(&needs).await);
             world.install(ctx, &scenario.name, &tags);
@@ -136,6 +134,7 @@ where
         let ctx = Arc::clone(&after_ctx);
         async move {
             let Some(world) = world else { return };
+            world.give_back_sessions();
             {
                 let mut log = log.borrow_mut();
                 let key = scenario_key(feature, scenario);
@@ -193,11 +192,9 @@ where
                 && world.whole_server
                 && let Some(control) = &ctx.control
             {
+                // Reset also clears faults, deadlines and the clock (docs/CONTROL_API.md).
                 if let Err(e) = control.reset().await {
                     panic!("resetting the server after the scenario failed: {e:#}");
-                }
-                if let Err(e) = control.clear_faults().await {
-                    panic!("clearing injected faults after the scenario failed: {e:#}");
                 }
             }
         }

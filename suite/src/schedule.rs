@@ -5,9 +5,8 @@
 //!
 //! Resources:
 //! - `server`: taken exclusively by scenarios that change the server as a whole through the
-//!   control API (reset, clock, faults, deadlines, memberships, and the rate-limit bursts, which
-//!   reset it first); every other scenario shares it. With no control API nothing takes it
-//!   exclusively.
+//!   control API (reset, clock, faults, deadlines, memberships); every other scenario shares it.
+//!   With no control API nothing takes it exclusively.
 //! - `persona:<name>`: taken exclusively by scenarios that exhaust a persona's rate windows
 //!   (`@LIM-2`), shared by every scenario acting as that persona.
 //!
@@ -30,14 +29,12 @@ pub struct Needs {
 const WHOLE_SERVER_TAG: &str = "needs-control-";
 
 impl Needs {
-    /// From a scenario's tags (feature, rule and scenario) and step texts. `control`: the server
-    /// has a control API, which the rate-limit bursts use to reset it first (`steps::load`).
-    pub fn of(tags: &[String], steps: &[String], personas: &[String], control: bool) -> Needs {
+    /// From a scenario's tags (feature, rule and scenario) and step texts.
+    pub fn of(tags: &[String], steps: &[String], personas: &[String]) -> Needs {
         let mut resources = BTreeMap::new();
         let exhausts_rates = tags.iter().any(|t| t == "LIM-2");
         let whole_server = tags.iter().any(|t| t.starts_with(WHOLE_SERVER_TAG))
-            || steps.iter().any(|s| s.contains("a fresh server state"))
-            || (exhausts_rates && control);
+            || steps.iter().any(|s| s.contains("a fresh server state"));
         resources.insert("server".to_owned(), whole_server);
         for persona in personas {
             let quoted = format!("\"{persona}\"");
@@ -119,8 +116,7 @@ mod tests {
     #[test]
     fn needs_follow_tags_and_steps() {
         let personas = strings(&["owner", "viewer", "owner_second_client"]);
-        let n =
-            Needs::of(&strings(&["LIM-2"]), &strings(&["Given the persona \"viewer\""]), &personas, false);
+        let n = Needs::of(&strings(&["LIM-2"]), &strings(&["Given the persona \"viewer\""]), &personas);
         assert_eq!(n.resources.get("persona:viewer"), Some(&true));
         assert_eq!(n.resources.get("persona:owner"), None, "owner is not \"owner_second_client\"");
         assert_eq!(n.resources.get("server"), Some(&false));
@@ -128,13 +124,9 @@ mod tests {
             &strings(&["needs-control-faults"]),
             &strings(&["Given the persona \"owner\""]),
             &personas,
-            false,
         );
         assert_eq!(n.resources.get("server"), Some(&true));
         assert_eq!(n.resources.get("persona:owner"), Some(&false));
-        // A burst resets the server first when it can: then it runs alone.
-        let n = Needs::of(&strings(&["LIM-2"]), &strings(&["Given the persona \"viewer\""]), &personas, true);
-        assert_eq!(n.resources.get("server"), Some(&true));
     }
 
     #[tokio::test]

@@ -235,10 +235,13 @@ impl ConformanceWorld {
         self.check_deadline()?;
         let persona = self.persona()?.to_owned();
         if !self.clients.contains_key(&persona) {
-            let client = self
-                .ctx()
-                .client(&persona)
-                .with_context(|| format!("the profile has no token for persona \"{persona}\""))?;
+            let client = match self.ctx().take_session(&persona) {
+                Some(client) => client,
+                None => self
+                    .ctx()
+                    .client(&persona)
+                    .with_context(|| format!("the profile has no token for persona \"{persona}\""))?,
+            };
             self.clients.insert(persona.clone(), client);
         }
         let initialized = self.clients.get(&persona).is_some_and(McpClient::is_initialized);
@@ -254,6 +257,17 @@ impl ConformanceWorld {
             }
         }
         self.clients.get_mut(&persona).context("client just initialized")
+    }
+
+    /// At the end of the scenario: its initialized sessions go back to the run, for the next
+    /// scenarios of the same personas.
+    pub fn give_back_sessions(&mut self) {
+        let Some(ctx) = self.ctx.clone() else { return };
+        for (persona, client) in self.clients.drain() {
+            if client.is_initialized() {
+                ctx.give_back(persona, client);
+            }
+        }
     }
 
     /// A new, uninitialized session for the current persona (to initialize it another way).
@@ -312,13 +326,22 @@ impl ConformanceWorld {
     /// the order given (the last one is then what `Then` steps look at).
     pub async fn concurrently(&mut self, calls: Vec<Concurrent>) -> anyhow::Result<()> {
         self.check_deadline()?;
-        let mut sessions = Vec::new();
+        let mut fresh = Vec::new();
         for call in &calls {
-            let mut client = self
+            let client = self
                 .ctx()
                 .client(&call.persona)
                 .with_context(|| format!("the profile has no token for persona \"{}\"", call.persona))?;
+            fresh.push(client);
+        }
+        // Initialized side by side: one after another they would cost two round trips each.
+        let started = futures::future::join_all(fresh.into_iter().map(|mut client| async move {
             let ex = client.initialize().await;
+            (client, ex)
+        }))
+        .await;
+        let mut sessions = Vec::new();
+        for ((client, ex), call) in started.into_iter().zip(&calls) {
             if !client.is_initialized() {
                 let got = ex.summary();
                 self.record(ex);

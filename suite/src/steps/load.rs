@@ -17,8 +17,8 @@
 //!
 //! A pair refused before `limit` calls were served had its window in use, by an earlier run on a
 //! server nothing resets: the burst waits [`WAIT`] (61 s: every allowed window is fresh again)
-//! with a countdown on stderr, then starts again once; only a second early refusal fails. With
-//! the control API the server is reset first, so the windows are fresh. Only counts, call times and
+//! with a countdown on stderr, then starts again once; only a second early refusal fails (the
+//! control API is not used to reset it: other scenarios run meanwhile). Only counts, call times and
 //! a few exchanges (the first refusal, the first served calls) are kept, whatever the burst's size.
 
 use std::time::{Duration, Instant};
@@ -215,11 +215,17 @@ struct Plan {
     lead_alone: bool,
 }
 
+/// `IN_FLIGHT` sessions of the persona, initialized side by side (one after another they would
+/// cost 2 × `IN_FLIGHT` round trips before the first call).
 async fn sessions(w: &mut ConformanceWorld) -> anyhow::Result<Vec<McpClient>> {
-    let mut clients = Vec::new();
-    for _ in 0..IN_FLIGHT {
-        let mut client = w.fresh_client()?;
+    let fresh: Vec<McpClient> = (0..IN_FLIGHT).map(|_| w.fresh_client()).collect::<anyhow::Result<_>>()?;
+    let started = futures::future::join_all(fresh.into_iter().map(|mut client| async move {
         let ex = client.initialize().await;
+        (client, ex)
+    }))
+    .await;
+    let mut clients = Vec::new();
+    for (client, ex) in started {
         if !client.is_initialized() {
             let got = ex.summary();
             w.record(ex);
@@ -322,11 +328,9 @@ const SAVED: &str = "burst";
 /// Burst, and again once after waiting if the window was in use; record what is worth showing
 /// and leave the verdict for the `Then` steps.
 async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<()> {
+    // No reset through a control API even when there is one: it would disturb the scenarios
+    // running beside this one. A window still in use is waited for, as on any server.
     w.dirty = true;
-    if w.ctx().control.is_some() {
-        // Fresh windows: nothing to wait for.
-        w.control()?.reset().await?;
-    }
     let mut run = burst(w, &plan).await?;
     let mut verdict = judge(plan.limit, &run.calls);
     let mut waited = false;
