@@ -94,6 +94,7 @@ pub fn start(
         level: Default::default(),
         deadline_s: crate::profile::DEFAULT_DEADLINE_S,
         require_all: false,
+        run_anyway: false,
     };
     Ok((EmbeddedServer { shutdown: Some(tx), thread: Some(thread) }, profile))
 }

@@ -249,6 +249,21 @@ impl Report {
         }
     }
 
+    /// The verdict on a server that lists under half of the contract's tools: the tool-list
+    /// clauses fail with `reason`, every other one is not run for it.
+    pub fn not_a_contract_server(header: ReportHeader, reason: &str) -> Report {
+        let mut report = Report::build(&[], &[], header, Vec::new());
+        for c in &mut report.clauses {
+            let status =
+                if matches!(c.id.as_str(), "PROTO-3" | "ABS-1") { Status::Failed } else { Status::NotRun };
+            (c.status, c.full_status) = (status, status);
+            c.reason = Some(reason.to_owned());
+            c.full_reason = None;
+        }
+        report.summary = summarize(&report.clauses, report.level, true);
+        report
+    }
+
     /// 0: certified at the run's level (no required clause failed or blocked); 1: not, or
     /// (with `require_all`) a required clause was skipped or not run, or a feature did not
     /// parse.

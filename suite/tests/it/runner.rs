@@ -263,3 +263,42 @@ fn junit_failures_name_no_panics_and_no_suite_sources() {
     assert!(!xml.contains("src/steps/"), "{xml}");
     assert!(xml.contains("HTTP 500"), "{xml}");
 }
+
+/// A server that is not a Chataigne server (here: the tools of MCP's own example server) gets a
+/// short verdict at once, not hundreds of failed scenarios; `--run-anyway` runs them all the same.
+#[test]
+fn a_server_without_the_contract_tools_gets_a_short_verdict() {
+    let fake = Fake::start();
+    fake.serve(|method, _| match method {
+        "initialize" => Reply::Result(json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": { "tools": {} },
+            "serverInfo": { "name": "everything", "version": "0" },
+        })),
+        "tools/list" => Reply::Result(json!({ "tools": [
+            { "name": "echo", "inputSchema": { "type": "object" } },
+            { "name": "add", "inputSchema": { "type": "object" } },
+        ] })),
+        _ => Reply::Raw(500, "text/plain", "no".into()),
+    });
+    let junit = fake.report_path().with_file_name("junit.xml");
+    let started = std::time::Instant::now();
+    let outcome = fake.run(2000, &["--junit", junit.to_str().unwrap()]);
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let proto3 = clause(&outcome, "PROTO-3");
+    assert_eq!(proto3.status, Status::Failed);
+    assert!(
+        proto3
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("not a Chataigne server") && r.contains("list_orders"))
+    );
+    assert_eq!(clause(&outcome, "PAG-1").status, Status::NotRun);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure") && xml.contains("not a Chataigne server"), "{xml}");
+
+    let anyway = fake.run(2000, &["--run-anyway", "--tags", "@PROTO-2"]);
+    let proto2 = clause(&anyway, "PROTO-2");
+    assert!(proto2.scenarios.len() > 1, "the scenarios ran: {proto2:?}");
+}
