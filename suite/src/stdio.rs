@@ -92,6 +92,9 @@ struct Pending {
     any: VecDeque<oneshot::Sender<Value>>,
     /// Why no answer will come any more.
     closed: Option<String>,
+    /// The start of a line on stdout that is not JSON, which MCP's stdio transport forbids: the
+    /// requests waiting when it came fail at once, saying so, instead of timing out.
+    noise: Option<String>,
 }
 
 /// One child process speaking MCP over stdin/stdout.
@@ -132,7 +135,17 @@ async fn read_answers<R: tokio::io::AsyncBufRead + Unpin>(reader: R, pending: Ar
     let end = loop {
         match lines.next_line().await {
             Ok(Some(line)) => {
-                let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+                let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
+                    p.noise = Some(crate::client::cut(&line, 120));
+                    // Dropping the senders wakes the waiters: they report the noise.
+                    p.by_id.clear();
+                    p.any.clear();
+                    continue;
+                };
                 let is_answer = message.get("result").is_some() || message.get("error").is_some();
                 if !is_answer {
                     // Notifications and server-to-client requests: nothing waits for them.
@@ -258,7 +271,19 @@ impl StdioConnection {
         let Some(rx) = rx else { return Ok(None) };
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(message)) => Ok(Some(message)),
-            Ok(Err(_)) => Err(self.ended().await),
+            Ok(Err(_)) => {
+                let noise = self
+                    .pending
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| if p.closed.is_none() { p.noise.take() } else { None });
+                match noise {
+                    Some(noise) => Err(format!(
+                        "the server printed non-JSON on stdout (MCP's stdio transport allows only JSON-RPC messages there): {noise}"
+                    )),
+                    None => Err(self.ended().await),
+                }
+            }
             Err(_) => {
                 forget();
                 Err(format!("no answer within {} ms", timeout.as_millis()))

@@ -179,3 +179,18 @@ fn a_stdio_server_that_does_not_speak_json_rpc_is_a_configuration_error() {
     let reason = outcome.error.unwrap_or_default();
     assert!(reason.contains("no answer within 300 ms"), "{reason}");
 }
+
+/// A server that prints something other than JSON-RPC on stdout is named for it at once, not
+/// after the timeout.
+#[test]
+fn a_stdio_server_printing_text_on_stdout_is_named_for_it_at_once() {
+    let run = Run::new("noise");
+    let script = "read line; echo 'Server listening on stdio (v1.2)'; sleep 30".to_owned();
+    let profile = run.profile(&["sh".to_owned(), "-c".to_owned(), script], 20_000, "");
+    let started = std::time::Instant::now();
+    let outcome = run.run(&profile, &[]);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let reason = outcome.error.unwrap_or_default();
+    assert!(reason.contains("printed non-JSON on stdout") && reason.contains("Server listening"), "{reason}");
+}
