@@ -188,14 +188,19 @@ where
             // found it. Ordinary writes are not undone: the suite tolerates what they add, as it
             // must on a server without a control API, and a reset would disturb scenarios
             // running beside them.
+            let mut reset = Ok(());
             if world.dirty
                 && world.whole_server
                 && let Some(control) = &ctx.control
             {
                 // Reset also clears faults, deadlines and the clock (docs/CONTROL_API.md).
-                if let Err(e) = control.reset().await {
-                    panic!("resetting the server after the scenario failed: {e:#}");
-                }
+                reset = control.reset().await;
+            }
+            // Let waiting scenarios go now: cucumber keeps a failed scenario's World alive in
+            // its failure event, and with it anything the World still holds.
+            world.held = None;
+            if let Err(e) = reset {
+                panic!("resetting the server after the scenario failed: {e:#}");
             }
         }
         .boxed_local()

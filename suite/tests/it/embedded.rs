@@ -68,3 +68,24 @@ fn verdicts_do_not_change_with_concurrency() {
         assert_eq!(verdicts("32"), one_at_a_time);
     }
 }
+
+/// A failed scenario must not keep what it locked. cucumber keeps a failed scenario's World in
+/// its failure event, and buffers the events of scenarios that finish out of order: locks held
+/// by that World stalled a whole-server scenario started earlier (which the buffered events
+/// wait for) until the run's deadline. A defect that fails scenarios everywhere shows it.
+#[test]
+fn failed_scenarios_release_what_they_locked() {
+    use chataigne_conformance::runner::{CucumberOpts, Outputs};
+    let (_server, mut profile) =
+        chataigne_conformance::embedded::start(&[mock_server::Defect::ErrorWithoutRequestId], &[]).unwrap();
+    profile.deadline_s = 120;
+    let opts =
+        <CucumberOpts<cucumber::cli::Empty> as clap::Parser>::try_parse_from(["it", "--color", "never"])
+            .unwrap();
+    let outputs = Outputs { console: std::io::sink(), junit: None, cucumber_json: None };
+    let started = std::time::Instant::now();
+    let features = chataigne_conformance::features::FeatureSource::Embedded;
+    let report = chataigne_conformance::cli::run_profile(profile, features, opts, outputs).unwrap();
+    assert_eq!(report.summary.interrupted, None, "stalled for {:?}", started.elapsed());
+    assert!(!report.summary.certified);
+}
