@@ -499,6 +499,16 @@ impl Exchange {
             .unwrap_or_default()
     }
 
+    /// The UTF-8 bytes of the text summary (ENV-3).
+    pub fn text_bytes(&self) -> usize {
+        self.texts().iter().map(|t| t.len()).sum()
+    }
+
+    /// The serialized bytes of the structured output (ENV-3).
+    pub fn structured_bytes(&self) -> usize {
+        self.structured().map(|s| s.to_string().len()).unwrap_or(0)
+    }
+
     /// The request_id of the answer: `meta.request_id`, else the `x-request-id` header.
     pub fn request_id(&self) -> Option<&str> {
         self.structured()

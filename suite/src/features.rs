@@ -135,6 +135,15 @@ impl FeatureParser {
     }
 }
 
+/// A scenario's tags with its feature's and rule's.
+pub fn scenario_tags(
+    feature: &gherkin::Feature,
+    rule: Option<&gherkin::Rule>,
+    scenario: &gherkin::Scenario,
+) -> Vec<String> {
+    feature.tags.iter().chain(rule.iter().flat_map(|r| &r.tags)).chain(&scenario.tags).cloned().collect()
+}
+
 /// The text of the step that stands for a skipped scenario.
 pub fn skip_step_text(reason: &str) -> String {
     format!("the server under test offers what this scenario needs (skipped: {reason})")

@@ -33,9 +33,9 @@ pub fn check(ex: &Exchange, token: Option<&str>) -> Vec<Violation> {
         out.push(Violation { clause, detail: format!("{tool} ({rid}): {what}") })
     };
 
-    let text_bytes: usize = ex.texts().iter().map(|t| t.len()).sum();
+    let text_bytes = ex.text_bytes();
     let structured = result.get("structuredContent");
-    let structured_bytes = structured.map(|s| s.to_string().len()).unwrap_or(0);
+    let structured_bytes = ex.structured_bytes();
     if text_bytes > MAX_SUMMARY_BYTES {
         push("ENV-3", format!("text summary of {text_bytes} bytes (at most {MAX_SUMMARY_BYTES})"));
     }

@@ -41,8 +41,7 @@ fn scenario_needs(
     scenario: &cucumber::gherkin::Scenario,
     personas: &[String],
 ) -> crate::schedule::Needs {
-    let tags: Vec<String> =
-        feature.tags.iter().chain(rule.iter().flat_map(|r| &r.tags)).chain(&scenario.tags).cloned().collect();
+    let tags = crate::features::scenario_tags(feature, rule, scenario);
     let steps: Vec<String> = feature
         .background
         .iter()
@@ -112,13 +111,7 @@ where
         let ctx = Arc::clone(&before_ctx);
         let (locks, claims, personas) = (Arc::clone(&locks), Arc::clone(&claims), Arc::clone(&personas));
         async move {
-            let tags: Vec<String> = feature
-                .tags
-                .iter()
-                .chain(rule.iter().flat_map(|r| &r.tags))
-                .chain(&scenario.tags)
-                .cloned()
-                .collect();
+            let tags = crate::features::scenario_tags(feature, rule, scenario);
             // Wait until no conflicting scenario runs (crate::schedule).
             let needs = scenario_needs(feature, rule, scenario, &personas);
             world.whole_server = needs.resources.get("server") == Some(&true);

@@ -13,7 +13,7 @@
 //! Orders moved forward are not locked but *claimed* one by one (`Claims`): two scenarios never
 //! pick the same order, however they interleave.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
@@ -96,11 +96,6 @@ impl Claims {
     pub fn is_claimed(&self, id: &str) -> bool {
         self.taken.lock().unwrap_or_else(|e| e.into_inner()).contains(id)
     }
-}
-
-/// The personas named in a scenario's steps, as a set (for reports and tests).
-pub fn personas_in(steps: &[String], personas: &[String]) -> BTreeSet<String> {
-    personas.iter().filter(|p| steps.iter().any(|s| s.contains(&format!("\"{p}\"")))).cloned().collect()
 }
 
 #[cfg(test)]

@@ -95,13 +95,7 @@ impl Collector {
         let key = scenario_key(feature, sc);
         match ev {
             event::Scenario::Started => {
-                let tags: Vec<String> = feature
-                    .tags
-                    .iter()
-                    .chain(rule.iter().flat_map(|r| &r.tags))
-                    .chain(&sc.tags)
-                    .cloned()
-                    .collect();
+                let tags = crate::features::scenario_tags(feature, rule, sc);
                 let result = ScenarioResult {
                     feature: key.0.clone(),
                     name: sc.name.clone(),

@@ -176,14 +176,6 @@ async fn one_text(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
 }
 
-fn text_bytes(ex: &crate::client::Exchange) -> usize {
-    ex.texts().iter().map(|t| t.len()).sum()
-}
-
-fn structured_bytes(ex: &crate::client::Exchange) -> usize {
-    ex.structured().map(|s| s.to_string().len()).unwrap_or(0)
-}
-
 /// ENV-3 on every tool call of the scenario.
 #[then("every text summary and structured output seen is within the contract's sizes")]
 async fn sizes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
@@ -194,7 +186,7 @@ async fn sizes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         }
         // Only successes exercise the limit: errors are small by nature (no vacuous pass).
         seen += usize::from(!ex.is_error());
-        let (t, s) = (text_bytes(ex), structured_bytes(ex));
+        let (t, s) = (ex.text_bytes(), ex.structured_bytes());
         if t > MAX_SUMMARY_BYTES || s > MAX_STRUCTURED_BYTES {
             return Err(w.fail_about(
                 Some(ex),

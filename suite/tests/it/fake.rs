@@ -167,6 +167,22 @@ impl Drop for Fake {
     }
 }
 
+/// The suite on `profile` with this checkout's features, plus `args`.
+pub fn run_profile(profile: &std::path::Path, args: &[&str]) -> Outcome {
+    let features = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../features");
+    let mut argv: Vec<String> = vec![
+        "chataigne-conformance".into(),
+        "--profile".into(),
+        profile.display().to_string(),
+        "--features".into(),
+        features.display().to_string(),
+        "--color".into(),
+        "never".into(),
+    ];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    execute_args(argv, io::sink())
+}
+
 pub fn dataset() -> Dataset {
     chataigne_conformance::context::load_dataset(None).unwrap()
 }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use chataigne_conformance::cli::{Outcome, execute_args};
+use chataigne_conformance::cli::Outcome;
 use chataigne_conformance::client::McpClient;
 use chataigne_conformance::profile::Profile;
 use chataigne_conformance::report::Status;
@@ -37,18 +37,7 @@ impl Seeded {
     }
 
     fn run(&self, args: &[&str]) -> Outcome {
-        let features = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../features");
-        let mut argv: Vec<String> = vec![
-            "chataigne-conformance".into(),
-            "--profile".into(),
-            self.profile.display().to_string(),
-            "--features".into(),
-            features.display().to_string(),
-            "--color".into(),
-            "never".into(),
-        ];
-        argv.extend(args.iter().map(|a| (*a).to_owned()));
-        execute_args(argv, std::io::sink())
+        crate::fake::run_profile(&self.profile, args)
     }
 
     fn runs_left(&self, runtime: &tokio::runtime::Runtime) -> Option<usize> {

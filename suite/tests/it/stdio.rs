@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chataigne_conformance::cli::{Outcome, execute_args};
+use chataigne_conformance::cli::Outcome;
 use chataigne_conformance::report::Status;
 
 use crate::fake::dataset;
@@ -51,18 +51,7 @@ impl Run {
     }
 
     fn run(&self, profile: &Path, args: &[&str]) -> Outcome {
-        let features = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../features");
-        let mut argv: Vec<String> = vec![
-            "chataigne-conformance".into(),
-            "--profile".into(),
-            profile.display().to_string(),
-            "--features".into(),
-            features.display().to_string(),
-            "--color".into(),
-            "never".into(),
-        ];
-        argv.extend(args.iter().map(|a| (*a).to_owned()));
-        execute_args(argv, std::io::sink())
+        crate::fake::run_profile(profile, args)
     }
 }
 
