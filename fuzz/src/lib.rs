@@ -49,7 +49,7 @@ pub fn harness() -> &'static Harness {
         let config = Config { secret: Some(SECRET.to_owned()), ..Config::embedded() };
         let app = Arc::new(App::new(config).expect("the reference server starts"));
         // The router spawns nothing at build time, but rmcp's service expects a runtime context.
-        let router = rt.block_on(async { mock_server::http::router(app.clone(), CancellationToken::new()) });
+        let router = rt.block_on(async { mock_server::router::router(app.clone(), CancellationToken::new()) });
         let outputs = ToolName::ALL
             .iter()
             .map(|t| (*t, Validator::new(&t.output_schema()).expect("output schemas compile")))

@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use chataigne_contract::ToolName;
 use chataigne_contract::schema::Validator;
-use mock_server::cursor::{Binding, CursorCodec};
-use mock_server::idempotency::{Claim, IdempotencyStore, KeyHasher, MemoryStore};
-use mock_server::ratelimit::{MemoryLimiter, RateKey, RateLimiter};
+use mock_server::state::idempotency::{Claim, IdempotencyStore, KeyHasher, MemoryStore};
+use mock_server::state::ratelimit::{MemoryLimiter, RateKey, RateLimiter};
+use mock_server::tools::cursor::{Binding, CursorCodec};
 use mock_server::tools::{self, Call};
 use mock_server::{App, Config};
 use serde_json::{Value, json};

@@ -47,8 +47,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> anyhow::Result<()> {
     let addr: SocketAddr = std::env::args().nth(1).as_deref().unwrap_or("127.0.0.1:8091").parse()?;
     // chataigne-mock's transport and its default Host check.
-    let config = mock_server::http::transport_config()
-        .with_allowed_hosts(mock_server::http::LOOPBACK_HOSTS.map(String::from));
+    let config = mock_server::transport::http::transport_config()
+        .with_allowed_hosts(mock_server::transport::http::LOOPBACK_HOSTS.map(String::from));
     let service = StreamableHttpService::new(|| Ok(Echo), Arc::new(LocalSessionManager::default()), config);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await?;

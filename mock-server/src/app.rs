@@ -8,15 +8,15 @@ use chataigne_contract::dataset::Dataset;
 use chataigne_contract::schema::Validator;
 
 use crate::auth::Tokens;
-use crate::clock::Clock;
-use crate::cursor::CursorCodec;
-use crate::defects::{Defect, Defects};
-use crate::faults::{Deadlines, Faults};
-use crate::idempotency::{IdempotencyStore, KeyHasher, MemoryStore};
-use crate::ratelimit::RateLimiter;
-use crate::redis_store::Redis;
-use crate::store::Store;
-use crate::variants::{Variant, Variants};
+use crate::dev::defects::{Defect, Defects};
+use crate::dev::faults::{Deadlines, Faults};
+use crate::dev::variants::{Variant, Variants};
+use crate::state::clock::Clock;
+use crate::state::idempotency::{IdempotencyStore, KeyHasher, MemoryStore};
+use crate::state::ratelimit::RateLimiter;
+use crate::state::redis::Redis;
+use crate::state::store::Store;
+use crate::tools::cursor::CursorCodec;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -40,7 +40,7 @@ pub struct Config {
     /// Live idempotency records kept in memory at most (`MemoryStore`; not with Redis).
     pub idempotency_capacity: usize,
     /// Limits of the development authorization server (registered clients, registrations).
-    pub oauth: crate::oauth::OAuthLimits,
+    pub oauth: crate::dev::oauth::OAuthLimits,
     /// Secret for cursor MACs and key hashes; random by default. Replicas must share it.
     pub secret: Option<String>,
     /// Serve the development OAuth authorization server (`/oauth/*`).
@@ -65,8 +65,8 @@ impl Config {
             allowed_origins: Vec::new(),
             allowed_hosts: Some(Vec::new()),
             public_url: None,
-            idempotency_capacity: crate::idempotency::DEFAULT_CAPACITY,
-            oauth: crate::oauth::OAuthLimits::default(),
+            idempotency_capacity: crate::state::idempotency::DEFAULT_CAPACITY,
+            oauth: crate::dev::oauth::OAuthLimits::default(),
             secret: None,
             auth_server: true,
             redis_url: None,
@@ -87,7 +87,7 @@ impl Config {
 
     /// Refuses variants that cannot run together: two rate variants, or one with Redis.
     pub fn check_variants(&self) -> anyhow::Result<()> {
-        crate::variants::check(&self.variants, self.redis_url.is_some()).map_err(anyhow::Error::msg)
+        crate::dev::variants::check(&self.variants, self.redis_url.is_some()).map_err(anyhow::Error::msg)
     }
 }
 
@@ -105,7 +105,7 @@ pub struct App {
     pub tokens: Tokens,
     /// The canonical base URL (no trailing `/`): see [`Config::public_url`].
     pub public_url: String,
-    pub oauth: crate::oauth::OAuth,
+    pub oauth: crate::dev::oauth::OAuth,
     pub defects: Defects,
     pub variants: Variants,
     inputs: HashMap<ToolName, Validator>,
@@ -145,7 +145,7 @@ impl App {
             deadlines: RwLock::new(config.deadlines),
             tokens: Tokens::from_dataset(&config.dataset, defects.has(Defect::AudienceUnchecked)),
             public_url,
-            oauth: crate::oauth::OAuth::new(config.oauth),
+            oauth: crate::dev::oauth::OAuth::new(config.oauth),
             defects,
             variants,
             inputs,

@@ -2,34 +2,28 @@
 //! HTTP at `/mcp` and over stdio. `main.rs` parses flags; everything else lives here so tests and
 //! the conformance runner start the very same server with [`run`].
 
+// Layers, each depending only on those below it (dev-only parts aside):
+//   transport (HTTP gate, MCP binding) → pipeline (AUTH-8 order) → tools → state;
+//   auth (principals, tokens) is read by transport and pipeline; app composes them all;
+//   dev holds the control API, the development OAuth server, faults, defects and variants.
 pub mod app;
 pub mod auth;
 mod canonical;
-pub mod clock;
-pub mod control;
-pub mod cursor;
-pub mod defects;
+pub mod dev;
 pub mod error;
-mod expiry;
-pub mod faults;
-mod handler;
-pub mod http;
-pub mod idempotency;
 pub mod logging;
-pub mod oauth;
 pub mod pipeline;
-pub mod ratelimit;
-pub mod redis_store;
-pub mod store;
+pub mod router;
+pub mod state;
 pub mod tools;
-pub mod variants;
+pub mod transport;
 
 use std::future::Future;
 use std::sync::Arc;
 
 pub use app::{App, Config};
-pub use defects::Defect;
-pub use variants::Variant;
+pub use dev::defects::Defect;
+pub use dev::variants::Variant;
 
 /// A persona's static development token is this prefix plus the persona's name.
 pub const DEV_TOKEN_PREFIX: &str = "dev-token-";
@@ -48,11 +42,11 @@ pub async fn run(
         config.public_url = Some(format!("http://{}", listener.local_addr()?));
     }
     let app = Arc::new(App::new(config)?);
-    http::serve(listener, app, shutdown).await
+    router::serve(listener, app, shutdown).await
 }
 
 /// Serve one MCP session over stdin/stdout; the token comes from the environment (AUTH-1).
 pub async fn run_stdio(config: Config, token: Option<String>) -> anyhow::Result<()> {
     let app = Arc::new(App::new(config)?);
-    handler::serve_stdio(app, token).await
+    transport::mcp::serve_stdio(app, token).await
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use chataigne_contract::dataset::Dataset;
 use clap::{Parser, Subcommand};
-use mock_server::faults::Deadlines;
+use mock_server::dev::faults::Deadlines;
 use mock_server::logging::{self, Format};
 use mock_server::{Config, Defect, Variant, auth};
 
@@ -65,13 +65,13 @@ struct Cli {
     public_url: Option<String>,
     /// Live idempotency records kept in memory at most; past it new keyed writes answer
     /// MCP_DEPENDENCY_UNAVAILABLE (retryable) until older records expire. Not with --redis.
-    #[arg(long, value_name = "N", default_value_t = mock_server::idempotency::DEFAULT_CAPACITY)]
+    #[arg(long, value_name = "N", default_value_t = mock_server::state::idempotency::DEFAULT_CAPACITY)]
     max_idempotency_records: usize,
     /// Dynamically registered OAuth clients kept at most (unused ones expire after 24 h).
-    #[arg(long, value_name = "N", default_value_t = mock_server::oauth::OAuthLimits::default().max_clients)]
+    #[arg(long, value_name = "N", default_value_t = mock_server::dev::oauth::OAuthLimits::default().max_clients)]
     max_registered_clients: usize,
     /// OAuth client registrations per minute per peer address.
-    #[arg(long, value_name = "N", default_value_t = mock_server::oauth::OAuthLimits::default().registrations_per_minute)]
+    #[arg(long, value_name = "N", default_value_t = mock_server::dev::oauth::OAuthLimits::default().registrations_per_minute)]
     registrations_per_minute: u32,
     /// Keep idempotency keys and rate windows in Redis (e.g. redis://127.0.0.1:6379), shared by
     /// every replica started with the same URL, namespace and --secret.
@@ -160,7 +160,7 @@ fn main() -> anyhow::Result<()> {
         allowed_hosts: (!cli.any_host).then(|| cli.allowed_hosts.clone()),
         public_url: cli.public_url.clone(),
         idempotency_capacity: cli.max_idempotency_records,
-        oauth: mock_server::oauth::OAuthLimits {
+        oauth: mock_server::dev::oauth::OAuthLimits {
             max_clients: cli.max_registered_clients,
             registrations_per_minute: cli.registrations_per_minute,
             ..Default::default()

@@ -15,11 +15,11 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::defects::Defect;
+use crate::dev::defects::Defect;
+use crate::dev::faults::FaultError;
 use crate::error::ToolError;
-use crate::faults::FaultError;
-use crate::idempotency::{Claim, Fingerprint, Slot, StoreError};
-use crate::ratelimit::RateKey;
+use crate::state::idempotency::{Claim, Fingerprint, Slot, StoreError};
+use crate::state::ratelimit::RateKey;
 use crate::tools::{self, Call, Output};
 
 /// The tool name is not one of ours: a JSON-RPC error (-32602), not a tool result (PROTO-2).

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Call, Output, newest_first, start, take_page, to_json};
 use crate::error::ToolError;
-use crate::store::Data;
+use crate::state::store::Data;
 
 fn view(data: &Data, c: &Conversation) -> Value {
     json!({

@@ -3,6 +3,7 @@
 
 mod analytics;
 mod conversations;
+pub mod cursor;
 mod instructions;
 mod orders;
 mod organizations;
@@ -18,9 +19,9 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::cursor::Binding;
 use crate::error::ToolError;
-use crate::store::Key;
+use crate::state::store::Key;
+use crate::tools::cursor::Binding;
 
 /// A call that passed authentication, rate limit, schema, scope, membership and role.
 #[derive(Debug, Clone)]

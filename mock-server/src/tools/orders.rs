@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Call, Output, newest_first, page_output, start, take_page, to_json};
 use crate::error::ToolError;
-use crate::store::OrderRef;
+use crate::state::store::OrderRef;
 
 pub fn validate(args: &Value) -> Result<(), ToolError> {
     let ts = |name| args.get(name).and_then(Value::as_str).map(time::parse_timestamp);

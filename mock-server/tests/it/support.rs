@@ -295,7 +295,7 @@ pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Server {
     }
     tweak(&mut config);
     let published = (!config.variants.is_empty()).then(|| {
-        let variants = mock_server::variants::Variants::new(&config.variants);
+        let variants = mock_server::dev::variants::Variants::new(&config.variants);
         ToolName::ALL
             .iter()
             .map(|t| (*t, Validator::new(&variants.output_schema(*t)).expect("output schemas compile")))

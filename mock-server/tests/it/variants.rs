@@ -5,7 +5,7 @@
 
 use chataigne_contract::schema::Validator;
 use chataigne_contract::{ErrorCode, ToolName, time};
-use mock_server::variants::Variants;
+use mock_server::dev::variants::Variants;
 use mock_server::{App, Config, Variant};
 use serde_json::{Value, json};
 

@@ -2,7 +2,6 @@
 //! rmcp does not provide: Origin check (PROTO-5), bearer authentication (AUTH-1, AUTH-2), body
 //! limit (LIM-7), JSON-RPC shape errors (PROTO-2) and the `x-request-id` header (ENV-2).
 
-use std::future::Future;
 use std::sync::Arc;
 
 use axum::Router;
@@ -20,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::auth::{Principal, bearer};
-use crate::defects::Defect;
-use crate::handler::{Handler, RequestId, new_request_id};
+use crate::dev::defects::Defect;
+use crate::transport::mcp::{Handler, RequestId, new_request_id};
 
 /// Host names always accepted by the DNS-rebinding check (PROTO-5), besides `--allowed-host`s.
 pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
@@ -35,7 +34,9 @@ pub fn transport_config() -> StreamableHttpServerConfig {
         .with_sse_keep_alive(None)
 }
 
-pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
+/// `/mcp` behind the gate, and the resource metadata (RFC 9728). The development routes are
+/// mounted beside these by `crate::router`.
+pub fn routes(app: Arc<App>, ct: CancellationToken) -> Router {
     let mut config =
         transport_config().with_cancellation_token(ct).with_max_request_body_bytes(app.defects.body_limit());
     config = match &app.config.allowed_hosts {
@@ -53,35 +54,12 @@ pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
         config,
     );
     let mcp = Router::new().nest_service("/mcp", service).layer(from_fn_with_state(app.clone(), gate));
-    let mut router = Router::new()
+    Router::new()
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .route("/.well-known/oauth-protected-resource/mcp", get(resource_metadata))
         .route("/.well-known/chataigne-control", get(control_advert))
-        .with_state(app.clone())
-        .merge(mcp);
-    if app.config.auth_server {
-        router = router.merge(crate::oauth::router(app.clone()));
-    }
-    if app.config.control_secret.is_some() {
-        router = router.nest("/control", crate::control::router(app));
-    }
-    router
-}
-
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    app: Arc<App>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let ct = CancellationToken::new();
-    let router = router(app, ct.child_token());
-    // rmcp's token is cancelled only once axum has drained the calls in flight: cancelling it
-    // at the signal would answer them with 500. The peer address is for the registration limit.
-    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
-    ct.cancel();
-    served?;
-    Ok(())
+        .with_state(app)
+        .merge(mcp)
 }
 
 /// The gate in front of rmcp. Every answer, refused or served, carries `x-request-id`.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chataigne_contract::ToolName;
 use serde_json::{Value, json};
 
-use crate::ratelimit::{MemoryLimiter, RateLimiter, SlidingLogLimiter, TokenBucketLimiter};
+use crate::state::ratelimit::{MemoryLimiter, RateLimiter, SlidingLogLimiter, TokenBucketLimiter};
 use crate::tools::Output;
 
 macro_rules! variants {
@@ -183,7 +183,7 @@ mod tests {
     /// Every variant is documented for implementers, names a clause and parses back.
     #[test]
     fn variants_are_documented_and_parse() {
-        let doc = include_str!("../../docs/VARIANTS.md");
+        let doc = include_str!("../../../docs/VARIANTS.md");
         for v in Variant::ALL {
             assert!(chataigne_contract::clauses::find(v.clause()).is_some(), "{} names no clause", v.name());
             assert!(

@@ -8,7 +8,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::store::Key;
+use crate::state::store::Key;
 
 type HmacSha256 = Hmac<Sha256>;
 

@@ -10,8 +10,10 @@ use redis::Script;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::idempotency::{Claim, Fingerprint, IN_PROGRESS_RETRY_MS, IdempotencyStore, Slot, StoreError};
-use crate::ratelimit::{RateKey, RateLimiter, Verdict, WINDOW_MS};
+use crate::state::idempotency::{
+    Claim, Fingerprint, IN_PROGRESS_RETRY_MS, IdempotencyStore, Slot, StoreError,
+};
+use crate::state::ratelimit::{RateKey, RateLimiter, Verdict, WINDOW_MS};
 
 /// How long a running claim survives a replica that died mid-call.
 const RUNNING_TTL_MS: i64 = 10 * 60 * 1000;

@@ -11,8 +11,8 @@ use serde_json::Value;
 use crate::app::App;
 use crate::auth::Principal;
 use crate::error::ToolError;
-use crate::idempotency::{Claim, Fingerprint, Slot};
-use crate::store::{Data, Key, OrderRef};
+use crate::state::idempotency::{Claim, Fingerprint, Slot};
+use crate::state::store::{Data, Key, OrderRef};
 use crate::tools::Output;
 
 macro_rules! defects {
@@ -406,7 +406,7 @@ mod tests {
     /// One defect or more per clause, each documented for implementers.
     #[test]
     fn every_clause_has_a_documented_defect() {
-        let doc = include_str!("../../docs/DEFECTS.md");
+        let doc = include_str!("../../../docs/DEFECTS.md");
         for clause in chataigne_contract::clauses::CLAUSES {
             assert!(Defect::ALL.iter().any(|d| d.clause() == clause.id), "no defect breaks {}", clause.id);
         }

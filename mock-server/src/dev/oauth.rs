@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::expiry::Swept;
+use crate::state::expiry::Swept;
 
 /// Access tokens live an hour; refresh tokens until the server stops.
 const ACCESS_TTL_MS: i64 = 3_600_000;
@@ -416,7 +416,7 @@ fn parse_registration(body: &[u8]) -> Result<Registration, (&'static str, &'stat
 /// never grant); the body cap (413); the metadata caps (400).
 async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN)
-        && !crate::http::origin_allowed(&app, origin)
+        && !crate::transport::http::origin_allowed(&app, origin)
     {
         return oauth_error(StatusCode::FORBIDDEN, "access_denied", "Origin not allowed");
     }

@@ -8,7 +8,7 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use crate::expiry::Swept;
+use crate::state::expiry::Swept;
 
 /// The stored identity of a key: HMAC of its scope and text, never the raw key.
 pub type Slot = [u8; 32];

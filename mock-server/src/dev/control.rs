@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::app::App;
-use crate::faults::Fault;
+use crate::dev::faults::Fault;
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()

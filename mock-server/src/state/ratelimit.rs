@@ -5,8 +5,8 @@
 
 use std::sync::Mutex;
 
-use crate::expiry::Swept;
-use crate::idempotency::StoreError;
+use crate::state::expiry::Swept;
+use crate::state::idempotency::StoreError;
 
 /// Who is limited: one window per pair and tool.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

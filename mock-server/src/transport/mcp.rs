@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::defects::Defect;
+use crate::dev::defects::Defect;
 use crate::error::ToolError;
 use crate::pipeline::{self, Outcome, UnknownTool};
 

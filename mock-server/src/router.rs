@@ -1,0 +1,40 @@
+//! The composition of routes: the transport's (`/mcp`, metadata) and, when configured, the
+//! development-only ones (`/oauth`, `/control`). Kept apart so the transport never depends on
+//! `dev`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::dev;
+use crate::transport::http;
+
+pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
+    let mut router = http::routes(app.clone(), ct);
+    if app.config.auth_server {
+        router = router.merge(dev::oauth::router(app.clone()));
+    }
+    if app.config.control_secret.is_some() {
+        router = router.nest("/control", dev::control::router(app));
+    }
+    router
+}
+
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let ct = CancellationToken::new();
+    let router = router(app, ct.child_token());
+    // rmcp's token is cancelled only once axum has drained the calls in flight: cancelling it
+    // at the signal would answer them with 500. The peer address is for the registration limit.
+    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
+    ct.cancel();
+    served?;
+    Ok(())
+}
