@@ -117,12 +117,48 @@ Feature: Authentication and authorization
     Then the call fails with "MCP_RESOURCE_NOT_FOUND"
 
   @AUTH-5
-  Scenario: A search never returns another tenant's transcripts
+  Scenario: A search never returns a sibling's or another tenant's transcripts
     Given the persona "owner"
     When they search the transcripts of the busy restaurant for "gluten-free"
     Then the call succeeds
     And the page holds 4 transcripts
-    And no result belongs to the foreign restaurant
+    And every result belongs to the busy restaurant
+
+  @AUTH-5
+  Scenario Outline: <the record>, asked of the busy restaurant, is not found (as <persona>)
+    Given the persona "<persona>"
+    When they ask the busy restaurant for <the record>
+    Then the call fails with "MCP_RESOURCE_NOT_FOUND"
+
+    Examples:
+      | persona | the record               |
+      | owner   | the sibling conversation |
+      | staff   | the sibling conversation |
+      | owner   | the sibling transcript   |
+      | staff   | the sibling transcript   |
+
+  @AUTH-5
+  Scenario: A sibling restaurant's records are found through it
+    Given the persona "owner"
+    When they ask the small restaurant for the sibling conversation
+    Then the call succeeds
+    When they ask the small restaurant for the sibling transcript
+    Then the call succeeds
+    When they ask the small restaurant for "ord_s0001"
+    Then the call succeeds
+
+  @AUTH-5
+  Scenario: A message to a sibling's conversation, sent through an authorized restaurant, is not found
+    Given the persona "owner"
+    When they send the message "Sibling CANARY" through the busy restaurant in the sibling conversation with the key "auth5-CANARY"
+    Then the call fails with "MCP_RESOURCE_NOT_FOUND"
+
+  @AUTH-5
+  Scenario: A restaurant's instructions never include a sibling's
+    Given the persona "owner"
+    When they list the instructions of the busy restaurant
+    Then the call succeeds
+    And every result belongs to the busy restaurant
 
   @AUTH-6
   Scenario: A viewer cannot move an order

@@ -20,6 +20,11 @@ const HOME_ORG: &str = "org_maison";
 const FOREIGN_ORG: &str = "org_rival";
 const BUSY: &str = "rst_central";
 const SMALL: &str = "rst_small";
+/// The small restaurant's children other than orders: a sibling's records, in the busy
+/// restaurant's organization (AUTH-5 within one tenant).
+const SIBLING_CONVERSATION: &str = "cnv_s01";
+const SIBLING_TRANSCRIPT: &str = "trs_s01";
+const SIBLING_INSTRUCTION: &str = "ins_s1";
 const LARGE: &str = "rst_large";
 const FOREIGN: &str = "rst_rival";
 
@@ -578,6 +583,22 @@ fn conversations() -> (Vec<Conversation>, Vec<Message>) {
         }
     }
 
+    // The small restaurant's one conversation: a sibling's child, for AUTH-5 within a tenant.
+    let start = at(2026, 11, 25, 17, 42, 11);
+    conversations.push(conversation(
+        SIBLING_CONVERSATION,
+        SMALL,
+        "closed",
+        "sms",
+        "Inès R.".to_owned(),
+        start,
+    ));
+    let sibling =
+        ["Bonsoir, vous êtes ouverts dimanche ?", "Bonsoir, non, le comptoir est fermé le dimanche."];
+    for (k, text) in sibling.into_iter().enumerate() {
+        message(format!("msg_s{}", k + 1), SIBLING_CONVERSATION, k, text, start + 240 * k as i64);
+    }
+
     let start = at(2026, 11, 27, 11, 20, 5);
     conversations.push(conversation("cnv_rival", FOREIGN, "open", "sms", "Victor P.".to_owned(), start));
     let rival = [
@@ -594,7 +615,8 @@ fn conversations() -> (Vec<Conversation>, Vec<Message>) {
 }
 
 /// The phrase the search scenarios look for (`landmarks.transcript_phrase`). Only the English
-/// small transcripts below and the foreign one contain it; no other text mentions "gluten".
+/// small transcripts below, the sibling's and the foreign one contain it; no other text mentions
+/// "gluten". So a search scoped to the organization or the tenant, not the restaurant, shows.
 const PHRASE: &str = "gluten-free";
 
 /// A small transcript of the busy restaurant, its call on 2026-11-`day` at `hour`:`minute` UTC.
@@ -756,6 +778,15 @@ fn transcripts() -> Vec<Transcript> {
     out.push(t("trs_huge", BUSY, at(2026, 11, 20, 14, 0, 9), offset as u64, "en", text));
 
     out.push(t(
+        SIBLING_TRANSCRIPT,
+        SMALL,
+        at(2026, 11, 24, 11, 3, 40),
+        95,
+        "en",
+        "Agent: Chataigne Petit Comptoir, good morning.\nCaller: Is your lunch menu gluten-free?\nAgent: Two of the three dishes are, and we can adapt the third.\nCaller: Perfect, thank you."
+            .to_owned(),
+    ));
+    out.push(t(
         "trs_rival",
         FOREIGN,
         at(2026, 11, 26, 12, 14, 50),
@@ -812,6 +843,13 @@ fn instructions() -> Vec<Instruction> {
             at(2026, 11, 12, 11, 20, 0),
         ),
         i(
+            SIBLING_INSTRUCTION,
+            SMALL,
+            "Le comptoir ne prend pas de commandes de plus de 6 couverts.",
+            "usr_owner",
+            at(2026, 10, 14, 9, 30, 0),
+        ),
+        i(
             "ins_r1",
             FOREIGN,
             "Terrace closes at 22:00 on weekdays.",
@@ -843,6 +881,9 @@ fn landmarks() -> Landmarks {
         foreign_order: "ord_r0001".to_owned(),
         foreign_conversation: "cnv_rival".to_owned(),
         foreign_transcript: "trs_rival".to_owned(),
+        sibling_conversation: SIBLING_CONVERSATION.to_owned(),
+        sibling_transcript: SIBLING_TRANSCRIPT.to_owned(),
+        sibling_instruction: SIBLING_INSTRUCTION.to_owned(),
     }
 }
 

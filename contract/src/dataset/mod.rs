@@ -177,6 +177,10 @@ pub struct Landmarks {
     pub foreign_order: String,
     pub foreign_conversation: String,
     pub foreign_transcript: String,
+    /// Records of the small restaurant, a sibling of the busy one in the same organization.
+    pub sibling_conversation: String,
+    pub sibling_transcript: String,
+    pub sibling_instruction: String,
 }
 
 impl Dataset {

@@ -173,12 +173,21 @@ fn landmarks_point_at_the_right_things() {
         .filter(|t| t.text.to_lowercase().contains("gluten"))
         .map(|t| t.id.as_str())
         .collect();
-    assert_eq!(gluten, ["trs_c02", "trs_c03", "trs_c06", "trs_c09", "trs_rival"]);
+    assert_eq!(gluten, ["trs_c02", "trs_c03", "trs_c06", "trs_c09", "trs_s01", "trs_rival"]);
 
     let order = d.orders.iter().find(|o| o.id == l.foreign_order).unwrap();
     assert_eq!(order.restaurant_id, l.foreign_restaurant);
     let conversation = d.conversations.iter().find(|c| c.id == l.foreign_conversation).unwrap();
     assert_eq!(conversation.restaurant_id, l.foreign_restaurant);
+    // The sibling's records belong to the small restaurant, in the busy one's organization, and
+    // its transcript holds the phrase: a search scoped to the organization would show it.
+    let sibling = d.conversations.iter().find(|c| c.id == l.sibling_conversation).unwrap();
+    assert_eq!(sibling.restaurant_id, l.small_restaurant);
+    assert!(d.messages.iter().any(|m| m.conversation_id == l.sibling_conversation));
+    assert_eq!(transcript(&l.sibling_transcript).restaurant_id, l.small_restaurant);
+    assert!(transcript(&l.sibling_transcript).text.contains(&l.transcript_phrase), "a leak must be visible");
+    let instruction = d.instructions.iter().find(|i| i.id == l.sibling_instruction).unwrap();
+    assert_eq!(instruction.restaurant_id, l.small_restaurant);
     let long = d.conversations.iter().find(|c| c.id == l.long_conversation).unwrap();
     assert_eq!(long.restaurant_id, l.busy_restaurant);
 }

@@ -2,9 +2,11 @@
 //! fails the right clause for each. The healthy code asks this one seam at a few named points;
 //! with no defect set every answer here is the healthy one.
 
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 
+use chataigne_contract::dataset::{Conversation, Transcript};
 use chataigne_contract::{ErrorCode, Role, ToolName};
 use serde_json::Value;
 
@@ -80,8 +82,9 @@ defects! {
     AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
     ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
     ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
-    ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order is found through any restaurant";
-    SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order is found through any restaurant of its own organization";
+    ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
+    SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant of its own organization";
+    ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
     RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
     RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
     OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
@@ -261,20 +264,51 @@ impl Defects {
             .then(|| ErrorCode::ResourceNotFound.into())
     }
 
-    pub fn order<'a>(&self, data: &'a Data, rid: &'a str, oid: &str) -> Option<OrderRef<'a>> {
+    /// The restaurants a child (order, conversation, transcript) is looked up in: the one asked,
+    /// or under AUTH-5's defects every restaurant of its organization, or of the server.
+    fn child_owners<'a>(&self, data: &'a Data, rid: &'a str) -> Vec<&'a str> {
+        let all = data.restaurants.values();
         if self.has(Defect::ForeignChildVisible) {
-            return data.orders.keys().find_map(|owner| data.order(owner, oid));
+            return all.map(|r| r.id.as_str()).collect();
         }
         if self.has(Defect::SiblingChildVisible)
-            && let Some(org) = data.restaurant(rid).map(|r| r.organization_id.clone())
+            && let Some(org) = data.restaurant(rid).map(|r| &r.organization_id)
         {
-            let siblings = data
-                .orders
-                .keys()
-                .filter(|owner| data.restaurant(owner).is_some_and(|r| r.organization_id == org));
-            return siblings.into_iter().find_map(|owner| data.order(owner, oid));
+            return all.filter(|r| &r.organization_id == org).map(|r| r.id.as_str()).collect();
         }
-        data.order(rid, oid)
+        vec![rid]
+    }
+
+    pub fn order<'a>(&self, data: &'a Data, rid: &'a str, oid: &str) -> Option<OrderRef<'a>> {
+        self.child_owners(data, rid).into_iter().find_map(|owner| data.order(owner, oid))
+    }
+
+    pub fn conversation<'a>(&self, data: &'a Data, rid: &'a str, id: &str) -> Option<&'a Conversation> {
+        self.child_owners(data, rid).into_iter().find_map(|owner| data.conversation(owner, id))
+    }
+
+    pub fn transcript<'a>(&self, data: &'a Data, rid: &'a str, id: &str) -> Option<&'a Transcript> {
+        self.child_owners(data, rid).into_iter().find_map(|owner| data.transcript(owner, id))
+    }
+
+    /// A restaurant's keyed list (transcripts to search, instructions) as the tool reads it: its
+    /// own, or under `lists-span-organization` those of its whole organization merged.
+    pub fn listed<'a, T: Clone>(
+        &self,
+        data: &'a Data,
+        rid: &str,
+        lists: impl Fn(&'a Data) -> &'a HashMap<String, BTreeMap<Key, T>>,
+    ) -> Option<Cow<'a, BTreeMap<Key, T>>> {
+        let lists = lists(data);
+        if self.has(Defect::ListsSpanOrganization)
+            && let Some(org) = data.restaurant(rid).map(|r| &r.organization_id)
+        {
+            let siblings = data.restaurants.values().filter(|r| &r.organization_id == org);
+            let merged =
+                siblings.filter_map(|r| lists.get(&r.id)).flatten().map(|(k, v)| (k.clone(), v.clone()));
+            return Some(Cow::Owned(merged.collect()));
+        }
+        lists.get(rid).map(Cow::Borrowed)
     }
 
     // --- pagination ---

@@ -32,8 +32,8 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
 
 pub fn get(call: &Call) -> Result<Output, ToolError> {
     let data = call.app.store.read();
-    let c = data
-        .conversation(call.restaurant_id()?, call.req("conversation_id")?)
+    let c = (call.app.defects)
+        .conversation(&data, call.restaurant_id()?, call.req("conversation_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
     let limit = super::count(call, "message_limit")
         .unwrap_or_else(|| call.app.defects.default_message_limit(DEFAULT_MESSAGE_LIMIT));
@@ -48,7 +48,9 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
 pub fn send_message(call: &Call) -> Result<Output, ToolError> {
     let rid = call.restaurant_id()?;
     let mut data = call.app.store.write();
-    let c = data.conversation(rid, call.req("conversation_id")?).ok_or(ErrorCode::ResourceNotFound)?;
+    let c = (call.app.defects)
+        .conversation(&data, rid, call.req("conversation_id")?)
+        .ok_or(ErrorCode::ResourceNotFound)?;
     let message = Message {
         id: super::new_id("msg"),
         conversation_id: c.id.clone(),

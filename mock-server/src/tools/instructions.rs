@@ -10,7 +10,8 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let data = call.app.store.read();
     let rid = call.restaurant_id()?;
     let from = start(call)?;
-    let items = newest_first(data.instructions.get(rid), &from).map(|(k, i)| (k.clone(), to_json(i)));
+    let instructions = call.app.defects.listed(&data, rid, |d| &d.instructions);
+    let items = newest_first(instructions.as_deref(), &from).map(|(k, i)| (k.clone(), to_json(i)));
     let page = take_page(call, items, super::limit(call))?;
     Ok(page_output(call, "instructions", page, &format!("instructions of {rid}")))
 }

@@ -35,7 +35,8 @@ pub fn search(call: &Call) -> Result<Output, ToolError> {
     let rid = call.restaurant_id()?;
     let query = call.req("query")?.to_lowercase();
     let from = start(call)?;
-    let items = newest_first(data.transcripts.get(rid), &from).filter_map(|(k, t)| {
+    let transcripts = call.app.defects.listed(&data, rid, |d| &d.transcripts);
+    let items = newest_first(transcripts.as_deref(), &from).filter_map(|(k, t)| {
         // Lowercasing can change byte offsets; search the lowered text and clamp the offset.
         let lowered = t.text.to_lowercase();
         lowered.find(&query).map(|at| (k.clone(), hit(t, at.min(t.text.len()))))
@@ -47,8 +48,8 @@ pub fn search(call: &Call) -> Result<Output, ToolError> {
 
 pub fn get(call: &Call) -> Result<Output, ToolError> {
     let data = call.app.store.read();
-    let t = data
-        .transcript(call.restaurant_id()?, call.req("transcript_id")?)
+    let t = (call.app.defects)
+        .transcript(&data, call.restaurant_id()?, call.req("transcript_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
     super::single(call, "transcript", to_json(t), format!("Transcript {} ({} s)", t.id, t.duration_s))
 }

@@ -69,6 +69,27 @@ async fn send_message(
     w.call_tool("send_message", args).await.map(drop)
 }
 
+/// AUTH-5: a message to a conversation addressed through a restaurant it does not belong to.
+#[when(
+    regex = r#"^they send the message "([^"]*)" through (the [a-z][a-z -]*?[a-z]|"[^"]+") in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
+)]
+async fn send_message_through(
+    w: &mut ConformanceWorld,
+    text: String,
+    through: String,
+    target: String,
+    key: String,
+) -> anyhow::Result<()> {
+    let args = json!({
+        "restaurant_id": w.landmark(&through)?,
+        "conversation_id": w.landmark(&target)?,
+        "text": w.expand(&text),
+        "idempotency_key": w.expand(&key),
+    });
+    w.dirty = true;
+    w.call_tool("send_message", args).await.map(drop)
+}
+
 #[when(regex = r#"^they create the organization "([^"]*)" with the key "([^"]*)"$"#)]
 async fn create_organization(w: &mut ConformanceWorld, name: String, key: String) -> anyhow::Result<()> {
     let args = json!({ "name": w.expand(&name), "idempotency_key": w.expand(&key) });
