@@ -177,7 +177,7 @@ pub fn tamper(cursor: &str, how: &str) -> String {
 /// Every page of a list, following `next_cursor` until it is absent; optionally with a new
 /// order arriving (control API) after each page, to prove the cursor is a keyset (PAG-4).
 #[when(
-    regex = r#"^they walk all the (orders|conversations|instructions|messages) of (the [a-z][a-z -]*?[a-z]|"[^"]+")(?: with (.+?))?(, while a new order arrives after each page)?$"#
+    regex = r#"^they walk all the (orders|conversations|instructions|messages) of (the [a-z][a-z -]*?[a-z]|"[^"]+")(?: with (.+?))?(, while a new order arrives after each of the first three pages)?$"#
 )]
 async fn walk(
     w: &mut ConformanceWorld,
@@ -219,7 +219,9 @@ async fn walk(
         if cursor.is_none() {
             break;
         }
-        if inserting {
+        // Three arrivals shift every later page of an offset cursor: enough to show it, and each
+        // costs a round trip to the control API in the run's serial phase.
+        if inserting && walk.pages.len() <= 3 {
             w.dirty = true;
             let restaurant = w.ctx().id_map.to_server(&id);
             w.control()?.new_order(&restaurant).await?;
