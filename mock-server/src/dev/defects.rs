@@ -17,81 +17,68 @@ use crate::state::idempotency::{Claim, Fingerprint, Slot};
 use crate::state::store::{Data, Key, OrderRef};
 use crate::tools::Output;
 
-macro_rules! defects {
-    ($($variant:ident = $name:literal, $clause:literal, $what:literal;)*) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Defect { $($variant,)* }
-
-        impl Defect {
-            pub const ALL: &'static [Defect] = &[$(Defect::$variant,)*];
-            pub fn name(self) -> &'static str { match self { $(Defect::$variant => $name,)* } }
-            /// The clause this defect breaks: the suite must fail it.
-            pub fn clause(self) -> &'static str { match self { $(Defect::$variant => $clause,)* } }
-            pub fn description(self) -> &'static str { match self { $(Defect::$variant => $what,)* } }
-            pub fn parse(name: &str) -> Option<Defect> { match name { $($name => Some(Defect::$variant),)* _ => None } }
-        }
-    };
-}
-
-defects! {
-    OldProtocolOnly = "old-protocol-only", "PROTO-1", "serves only protocol version 2025-03-26";
-    UnknownToolAsMethod = "unknown-tool-as-method", "PROTO-2", "an unknown tool gets -32601 instead of -32602";
-    OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
-    OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
-    OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
-    HostUnchecked = "host-unchecked", "PROTO-5", "any Host is served when no Origin is sent (Origin still checked)";
-    NoTextSummary = "no-text-summary", "ENV-1", "successes carry no text content block";
-    NoRequestIdHeader = "no-request-id-header", "ENV-2", "no x-request-id header";
-    ReplayFixedRequestId = "replay-fixed-request-id", "ENV-2", "every replay answers with one fixed request_id";
-    LongSummary = "long-summary", "ENV-3", "the text summary exceeds 4 KiB";
-    ErrorWithoutRequestId = "error-without-request-id", "ENV-4", "errors carry a different request_id in data.error";
-    WrongCategory = "wrong-category", "ENV-5", "MCP_CURSOR_INVALID reported with category conflict";
-    ConflictAsValidation = "conflict-as-validation", "ENV-5", "conflict codes reported with category validation";
-    ErrorEchoesArguments = "error-echoes-arguments", "ENV-6", "validation errors echo the arguments";
-    KeyEchoed = "key-echoed", "ENV-6", "idempotency conflicts echo the idempotency key";
-    ForbiddenEchoesId = "forbidden-echoes-id", "ENV-6", "MCP_RESOURCE_FORBIDDEN names the restaurant or organization asked for";
-    DataShapeMoved = "data-shape-moved", "ENV-7", "list_orders answers its orders under data.items";
-    DefaultPage25 = "default-page-25", "PAG-1", "lists return 25 items by default";
-    LimitUnchecked = "limit-unchecked", "PAG-2", "limit up to 500 accepted";
-    CursorOnLastPage = "cursor-on-last-page", "PAG-3", "the last page still has a next_cursor";
-    PageOverlap = "page-overlap", "PAG-4", "each page starts at the previous page's last item (duplicates)";
-    CursorUnsigned = "cursor-unsigned", "PAG-5", "a tampered cursor is accepted";
-    CursorUnbound = "cursor-unbound", "PAG-6", "a cursor works with other filters, tools, clients and users";
-    CursorCarriesAuthority = "cursor-carries-authority", "PAG-7", "a next page skips the membership check";
-    MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
-    AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
-    NoRateLimit = "no-rate-limit", "LIM-2", "no rate limit";
-    RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
-    ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
-    NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
-    HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
-    BodyUnbounded = "body-unbounded", "LIM-7", "request bodies over 1 MiB are accepted";
-    PreconditionOptional = "precondition-optional", "PRE-1", "expected_status may be omitted";
-    ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
-    LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
-    NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
-    KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
-    ReplayNotFlagged = "replay-not-flagged", "IDEM-2", "a replay says replayed: false";
-    MismatchReplayed = "mismatch-replayed", "IDEM-3", "a key reused with other arguments replays";
-    DuplicatesExecuted = "duplicates-executed", "IDEM-4", "concurrent duplicates all run";
-    KeyNotScopedByClient = "key-not-scoped-by-client", "IDEM-5", "keys are shared across OAuth clients";
-    KeysNeverExpire = "keys-never-expire", "IDEM-6", "keys replay forever";
-    FailuresStored = "failures-stored", "IDEM-7", "a failed call keeps its key";
-    RawKeyLogged = "raw-key-logged", "IDEM-8", "idempotency keys are written to the log";
-    NoAuthentication = "no-authentication", "AUTH-1", "a request without a token is served as the owner";
-    AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
-    ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
-    ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
-    ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
-    SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant of its own organization";
-    ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
-    RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
-    RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
-    OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
-    CancelToolExposed = "cancel-tool-exposed", "ABS-1", "a cancel_order tool is listed";
-    CancelStatusAccepted = "cancel-status-accepted", "ABS-2", "update_order_status accepts cancelled";
-    MessageTextLogged = "message-text-logged", "SEC-1", "message texts are written to the log";
-    InternalErrorLeaks = "internal-error-leaks", "SEC-2", "internal errors carry a stack trace";
+named_modes! {
+    /// A deliberate defect: the suite must fail its clause.
+    Defect {
+        OldProtocolOnly = "old-protocol-only", "PROTO-1", "serves only protocol version 2025-03-26";
+        UnknownToolAsMethod = "unknown-tool-as-method", "PROTO-2", "an unknown tool gets -32601 instead of -32602";
+        OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
+        OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
+        OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
+        HostUnchecked = "host-unchecked", "PROTO-5", "any Host is served when no Origin is sent (Origin still checked)";
+        NoTextSummary = "no-text-summary", "ENV-1", "successes carry no text content block";
+        NoRequestIdHeader = "no-request-id-header", "ENV-2", "no x-request-id header";
+        ReplayFixedRequestId = "replay-fixed-request-id", "ENV-2", "every replay answers with one fixed request_id";
+        LongSummary = "long-summary", "ENV-3", "the text summary exceeds 4 KiB";
+        ErrorWithoutRequestId = "error-without-request-id", "ENV-4", "errors carry a different request_id in data.error";
+        WrongCategory = "wrong-category", "ENV-5", "MCP_CURSOR_INVALID reported with category conflict";
+        ConflictAsValidation = "conflict-as-validation", "ENV-5", "conflict codes reported with category validation";
+        ErrorEchoesArguments = "error-echoes-arguments", "ENV-6", "validation errors echo the arguments";
+        KeyEchoed = "key-echoed", "ENV-6", "idempotency conflicts echo the idempotency key";
+        ForbiddenEchoesId = "forbidden-echoes-id", "ENV-6", "MCP_RESOURCE_FORBIDDEN names the restaurant or organization asked for";
+        DataShapeMoved = "data-shape-moved", "ENV-7", "list_orders answers its orders under data.items";
+        DefaultPage25 = "default-page-25", "PAG-1", "lists return 25 items by default";
+        LimitUnchecked = "limit-unchecked", "PAG-2", "limit up to 500 accepted";
+        CursorOnLastPage = "cursor-on-last-page", "PAG-3", "the last page still has a next_cursor";
+        PageOverlap = "page-overlap", "PAG-4", "each page starts at the previous page's last item (duplicates)";
+        CursorUnsigned = "cursor-unsigned", "PAG-5", "a tampered cursor is accepted";
+        CursorUnbound = "cursor-unbound", "PAG-6", "a cursor works with other filters, tools, clients and users";
+        CursorCarriesAuthority = "cursor-carries-authority", "PAG-7", "a next page skips the membership check";
+        MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
+        AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
+        NoRateLimit = "no-rate-limit", "LIM-2", "no rate limit";
+        RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
+        ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
+        NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
+        HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
+        BodyUnbounded = "body-unbounded", "LIM-7", "request bodies over 1 MiB are accepted";
+        PreconditionOptional = "precondition-optional", "PRE-1", "expected_status may be omitted";
+        ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
+        LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
+        NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
+        KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
+        ReplayNotFlagged = "replay-not-flagged", "IDEM-2", "a replay says replayed: false";
+        MismatchReplayed = "mismatch-replayed", "IDEM-3", "a key reused with other arguments replays";
+        DuplicatesExecuted = "duplicates-executed", "IDEM-4", "concurrent duplicates all run";
+        KeyNotScopedByClient = "key-not-scoped-by-client", "IDEM-5", "keys are shared across OAuth clients";
+        KeysNeverExpire = "keys-never-expire", "IDEM-6", "keys replay forever";
+        FailuresStored = "failures-stored", "IDEM-7", "a failed call keeps its key";
+        RawKeyLogged = "raw-key-logged", "IDEM-8", "idempotency keys are written to the log";
+        NoAuthentication = "no-authentication", "AUTH-1", "a request without a token is served as the owner";
+        AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
+        ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
+        ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
+        ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
+        SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant of its own organization";
+        ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
+        RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
+        RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
+        OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
+        CancelToolExposed = "cancel-tool-exposed", "ABS-1", "a cancel_order tool is listed";
+        CancelStatusAccepted = "cancel-status-accepted", "ABS-2", "update_order_status accepts cancelled";
+        MessageTextLogged = "message-text-logged", "SEC-1", "message texts are written to the log";
+        InternalErrorLeaks = "internal-error-leaks", "SEC-2", "internal errors carry a stack trace";
+    }
 }
 
 /// The defects switched on.

@@ -13,32 +13,18 @@ use serde_json::{Value, json};
 use crate::state::ratelimit::{MemoryLimiter, RateLimiter, SlidingLogLimiter, TokenBucketLimiter};
 use crate::tools::Output;
 
-macro_rules! variants {
-    ($($variant:ident = $name:literal, $clause:literal, $what:literal;)*) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum Variant { $($variant,)* }
-
-        impl Variant {
-            pub const ALL: &'static [Variant] = &[$(Variant::$variant,)*];
-            pub fn name(self) -> &'static str { match self { $(Variant::$variant => $name,)* } }
-            /// The clause whose seed reading allows this variant: the suite must still certify
-            /// the seed level with it.
-            pub fn clause(self) -> &'static str { match self { $(Variant::$variant => $clause,)* } }
-            pub fn description(self) -> &'static str { match self { $(Variant::$variant => $what,)* } }
-            pub fn parse(name: &str) -> Option<Variant> { match name { $($name => Some(Variant::$variant),)* _ => None } }
-        }
-    };
-}
-
-variants! {
-    LifecycleSkipForward = "lifecycle-skip-forward", "PRE-3", "update_order_status accepts any forward move in the lifecycle (received → preparing)";
-    ErrorExtraFields = "error-extra-fields", "ENV-4", "data.error also carries occurred_at and trace_id (published in the output schemas)";
-    NoMembershipForbidden = "no-membership-forbidden", "AUTH-7", "a user without a current membership gets MCP_RESOURCE_FORBIDDEN from the unscoped lists";
-    AccessBeforeSchema = "access-before-schema", "AUTH-8", "scope, membership and role are checked before the input schema";
-    CalendarMinuteWindows = "calendar-minute-windows", "LIM-2", "rate windows are calendar minutes of the server's clock";
-    TokenBucket = "token-bucket", "LIM-2", "rate limiting is a token bucket of the limit, refilled at the limit per minute";
-    SlidingLog = "sliding-log", "LIM-2", "rate limiting is a true sliding window of 60 s";
-    BareOrderData = "bare-order-data", "ENV-7", "get_order and update_order_status answer with the order itself as data";
+named_modes! {
+    /// An allowed variant: the suite must still certify the seed level with it.
+    Variant {
+        LifecycleSkipForward = "lifecycle-skip-forward", "PRE-3", "update_order_status accepts any forward move in the lifecycle (received → preparing)";
+        ErrorExtraFields = "error-extra-fields", "ENV-4", "data.error also carries occurred_at and trace_id (published in the output schemas)";
+        NoMembershipForbidden = "no-membership-forbidden", "AUTH-7", "a user without a current membership gets MCP_RESOURCE_FORBIDDEN from the unscoped lists";
+        AccessBeforeSchema = "access-before-schema", "AUTH-8", "scope, membership and role are checked before the input schema";
+        CalendarMinuteWindows = "calendar-minute-windows", "LIM-2", "rate windows are calendar minutes of the server's clock";
+        TokenBucket = "token-bucket", "LIM-2", "rate limiting is a token bucket of the limit, refilled at the limit per minute";
+        SlidingLog = "sliding-log", "LIM-2", "rate limiting is a true sliding window of 60 s";
+        BareOrderData = "bare-order-data", "ENV-7", "get_order and update_order_status answer with the order itself as data";
+    }
 }
 
 /// The variants that replace the in-memory rate limiter: at most one of them at a time.
