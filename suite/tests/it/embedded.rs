@@ -115,7 +115,7 @@ fn the_cucumber_json_report_puts_each_background_before_its_scenario() {
     );
     std::fs::write(dir.join("features/without.feature"), without).unwrap();
     let report = dir.join("cucumber.json");
-    let (out, _) = run(&[
+    let (out, log) = run(&[
         "--embedded",
         "--features",
         dir.join("features").to_str().unwrap(),
@@ -124,6 +124,8 @@ fn the_cucumber_json_report_puts_each_background_before_its_scenario() {
     ]);
     let text = std::fs::read_to_string(&report).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
+    // Most clauses are not run, so the run is not clean and keeps its server's log.
+    let _ = std::fs::remove_file(&log);
     assert!(!text.is_empty(), "no report: {}", String::from_utf8_lossy(&out.stderr));
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     let elements = |feature: &str| -> Vec<String> {
@@ -152,4 +154,14 @@ fn the_cucumber_json_report_puts_each_background_before_its_scenario() {
     assert_eq!(elements("With a background"), [background, first, background, second]);
     let alone = r#""scenario" "Scenario" "Alone" line 4: the persona "owner"; they list the tools; the tools are exactly the tools of the contract"#;
     assert_eq!(elements("Without a background"), [alone]);
+}
+
+#[test]
+fn an_unknown_defect_is_a_configuration_error() {
+    let outcome = chataigne_conformance::cli::execute_args(
+        ["chataigne-conformance", "--embedded", "--defect", "no-such-defect"],
+        std::io::sink(),
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.error.as_deref().is_some_and(|e| e.contains("--defect no-such-defect: no such defect")));
 }
