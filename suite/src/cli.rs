@@ -76,9 +76,17 @@ pub struct RunArgs {
     /// Write the clause matrix as JSON
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
+    /// Write the report as one self-contained HTML page: the verdict, the clause matrix and
+    /// each failure with its request, response and request_id
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Run against the reference server, started in-process
     #[arg(long, conflicts_with = "profile")]
     pub embedded: bool,
+    /// With --embedded: switch on one of the reference server's deliberate defects
+    /// (`chataigne-mock defects` lists them), to see how a failure is reported; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub defect: Vec<String>,
     /// Fail unless every clause the level requires passed (skipped and not run count as
     /// failures)
     #[arg(long)]
@@ -211,6 +219,7 @@ fn write_setup_failure(args: &RunArgs, reason: &str) {
         (&args.cucumber_json, "[]\n".to_owned()),
         (&args.report_json, format!("{json:#}\n")),
         (&args.markdown, markdown),
+        (&args.html, report::html_could_not_start(reason)),
     ];
     for (path, text) in files {
         if let Some(path) = path {
@@ -239,7 +248,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     // Outputs first: a path we cannot write is a configuration error, better found before a run.
     let junit = create_output(args.junit.as_deref())?;
     let cucumber_json = create_output(args.cucumber_json.as_deref())?;
-    for path in [&args.markdown, &args.report_json].into_iter().flatten() {
+    for path in [&args.markdown, &args.report_json, &args.html].into_iter().flatten() {
         create_parent(path)?;
     }
     let source = FeatureSource::choose(args.features.as_deref());
@@ -249,7 +258,16 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     let mut profile = if args.embedded {
         #[cfg(feature = "embedded")]
         {
-            let (server, profile) = crate::embedded::start(&[], &[])?;
+            let defects = args
+                .defect
+                .iter()
+                .map(|name| {
+                    mock_server::Defect::parse(name).with_context(|| {
+                        format!("--defect {name}: no such defect (see `chataigne-mock defects`)")
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (server, profile) = crate::embedded::start(&defects, &[])?;
             _server = Some(server);
             profile
         }
@@ -299,6 +317,16 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     if let Some(path) = &args.markdown {
         std::fs::write(path, report::markdown(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, report::html(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.cucumber_json
+        && std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+    {
+        // No scenario ran (not a Chataigne server): an empty list, still valid JSON.
+        std::fs::write(path, "[]\n").with_context(|| format!("cannot write {}", path.display()))?;
     }
     // A run cut short by its deadline judged only part of the server: not a verdict.
     if report.summary.interrupted.is_some() {

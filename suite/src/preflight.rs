@@ -2,6 +2,7 @@
 //! dead server ends the run with exit code 2 and one line saying why, instead of a wall of
 //! failed clauses.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -213,20 +214,27 @@ async fn connect_stdio(profile: &Profile, pool: &StdioPool, timeout: Duration) -
         .context("no persona token")?;
     let token = profile.tokens.get(persona).context("no persona token")?;
     let conn = pool.connection(persona, token).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut client = McpClient::stdio(Ok(conn), &label, Some(persona.clone()), timeout);
+    let mut client = McpClient::stdio(Ok(Arc::clone(&conn)), &label, Some(persona.clone()), timeout);
     let ex = client.initialize().await;
     if ex.result().and_then(|r| r.get("protocolVersion")).is_some() {
         return Ok(client);
     }
     let what = format!("`{}`", pool.command.argv.join(" "));
-    match &ex.outcome {
-        Err(e) => bail!("{what} did not answer initialize over stdio: {e}"),
+    let why = match &ex.outcome {
+        Err(e) => format!("{what} did not answer initialize over stdio: {e}"),
         Ok(_) => match ex.rpc_error() {
             Some(err) => {
-                bail!("{what} refused initialize with JSON-RPC error {}", crate::client::compact(err, 200))
+                format!("{what} refused initialize with JSON-RPC error {}", crate::client::compact(err, 200))
             }
-            None => bail!("{what} answered initialize without a protocolVersion: {}", ex.summary()),
+            None => format!("{what} answered initialize without a protocolVersion: {}", ex.summary()),
         },
+    };
+    // What the server said on stderr is often the whole story (a missing setting, a port in use).
+    match conn.stderr_tail() {
+        Some(tail) if !why.contains(crate::stdio::STDERR_TAIL) => {
+            bail!("{why}; {}: {tail}", crate::stdio::STDERR_TAIL)
+        }
+        _ => bail!("{why}"),
     }
 }
 

@@ -23,7 +23,8 @@ pub struct Profile {
     pub stdio_command: Option<Vec<String>>,
     /// The environment variable through which a stdio server gets the persona's token.
     pub stdio_token_env: Option<String>,
-    /// Where the stdio server's stderr is appended (discarded if unset).
+    /// Where the stdio server's stderr is appended (otherwise only its last lines are kept, for
+    /// failure messages).
     pub stdio_stderr: Option<PathBuf>,
     #[serde(default)]
     pub tokens: BTreeMap<String, String>,

@@ -4,9 +4,13 @@
 //! One [`StdioConnection`] is one child process. A run keeps one per persona ([`StdioPool`]), so
 //! every session of a persona reaches the same server state (idempotency races, rate limits);
 //! answers are matched to requests by id. The child is killed when its last handle drops.
+//!
+//! The child's stderr is read all along (appended to `stdio_stderr` when the profile names one)
+//! and its last lines kept in a small ring buffer, so a server that exits or fails `initialize`
+//! is reported with what it said last, however much it writes.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, Command};
 use tokio::sync::oneshot;
 
 /// How to start the server under test (from the profile).
@@ -51,13 +55,23 @@ impl StdioCommand {
     /// Start the server with `token` in `token_env` (or with that variable unset).
     pub fn spawn(&self, token: Option<&str>) -> Result<Arc<StdioConnection>, String> {
         let (program, args) = self.argv.split_first().ok_or_else(|| "stdio_command is empty".to_owned())?;
-        let stderr = self.stderr_sink()?;
+        let log = match &self.stderr {
+            None => None,
+            Some(path) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map(tokio::fs::File::from_std)
+                    .map_err(|e| format!("cannot open {} for the server's stderr: {e}", path.display()))?,
+            ),
+        };
         let mut command = Command::new(program);
         command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(stderr)
+            .stderr(Stdio::piped())
             .env_remove(&self.token_env)
             .kill_on_drop(true);
         // Its own process group, so the whole tree it starts (a shell, a wrapper, workers that
@@ -71,8 +85,11 @@ impl StdioCommand {
             command.spawn().map_err(|e| format!("cannot start `{}`: {e}", self.argv.join(" ")))?;
         let stdin = child.stdin.take().ok_or_else(|| "the child has no stdin".to_owned())?;
         let stdout = child.stdout.take().ok_or_else(|| "the child has no stdout".to_owned())?;
+        let stderr = child.stderr.take().ok_or_else(|| "the child has no stderr".to_owned())?;
         let pending = Arc::new(Mutex::new(Pending::default()));
         let reader = tokio::spawn(read_answers(BufReader::new(stdout), Arc::clone(&pending)));
+        let tail = Arc::new(Mutex::new(Tail::default()));
+        let stderr_reader = tokio::spawn(read_stderr(stderr, log, Arc::clone(&tail)));
         Ok(Arc::new(StdioConnection {
             label: self.label(),
             stdin: tokio::sync::Mutex::new(stdin),
@@ -80,6 +97,9 @@ impl StdioCommand {
             next_id: AtomicU64::new(0),
             child: Mutex::new(child),
             reader,
+            tail,
+            stderr_reader,
+            token: token.map(str::to_owned),
         }))
     }
 }
@@ -105,6 +125,10 @@ pub struct StdioConnection {
     next_id: AtomicU64,
     child: Mutex<Child>,
     reader: tokio::task::JoinHandle<()>,
+    tail: Arc<Mutex<Tail>>,
+    stderr_reader: tokio::task::JoinHandle<()>,
+    /// Redacted from the stderr tail: a server that prints its configuration would show it.
+    token: Option<String>,
 }
 
 impl fmt::Debug for StdioConnection {
@@ -116,6 +140,7 @@ impl fmt::Debug for StdioConnection {
 impl Drop for StdioConnection {
     fn drop(&mut self) {
         self.reader.abort();
+        self.stderr_reader.abort();
         if let Ok(child) = self.child.get_mut() {
             #[cfg(unix)]
             if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
@@ -192,7 +217,7 @@ impl StdioConnection {
     }
 
     /// Why the process no longer answers, with its exit status if it ends within a moment
-    /// (stdout closes just before the process is gone).
+    /// (stdout closes just before the process is gone) and the last lines of its stderr.
     async fn ended(&self) -> String {
         let why = self
             .pending
@@ -200,14 +225,30 @@ impl StdioConnection {
             .ok()
             .and_then(|p| p.closed.clone())
             .unwrap_or_else(|| "the server process stopped answering".to_owned());
+        let mut status = None;
         for _ in 0..20 {
-            let status = self.child.lock().ok().and_then(|mut c| c.try_wait().ok().flatten());
-            if let Some(status) = status {
-                return format!("{why} ({status})");
+            status = status.or_else(|| self.child.lock().ok().and_then(|mut c| c.try_wait().ok().flatten()));
+            // Its last words may still be in the pipe when it exits.
+            let drained = self.tail.lock().map(|t| t.eof).unwrap_or(true);
+            if status.is_some() && drained {
+                break;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        why
+        let mut text = match status {
+            Some(status) => format!("{why} ({status})"),
+            None => why,
+        };
+        if let Some(tail) = self.stderr_tail() {
+            let _ = write!(text, "; {STDERR_TAIL}: {tail}");
+        }
+        text
+    }
+
+    /// The last lines the process wrote to its stderr, on one line, the token redacted; `None`
+    /// if it wrote nothing.
+    pub fn stderr_tail(&self) -> Option<String> {
+        self.tail.lock().ok()?.render(self.token.as_deref())
     }
 
     /// Send one message (one line). `rpc_id`: the id of its answer; `answer` without an id:
@@ -292,6 +333,134 @@ impl StdioConnection {
     }
 }
 
+/// How a failure message introduces the stderr tail.
+pub const STDERR_TAIL: &str = "the server's stderr ended with";
+
+/// At most this much of a child's stderr is kept, and of that at most `TAIL_LINES` lines shown.
+const TAIL_BYTES: usize = 2048;
+const TAIL_LINES: usize = 20;
+
+/// The end of a child's stderr: a ring of the last `TAIL_BYTES` bytes.
+#[derive(Debug)]
+struct Tail {
+    bytes: VecDeque<u8>,
+    /// Bytes read in all; more than `bytes` holds means its first line may be cut.
+    total: u64,
+    /// The child closed its stderr.
+    eof: bool,
+}
+
+impl Default for Tail {
+    fn default() -> Tail {
+        Tail { bytes: VecDeque::with_capacity(TAIL_BYTES), total: 0, eof: false }
+    }
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        let chunk = &chunk[chunk.len().saturating_sub(TAIL_BYTES)..];
+        let overflow = (self.bytes.len() + chunk.len()).saturating_sub(TAIL_BYTES);
+        self.bytes.drain(..overflow);
+        self.bytes.extend(chunk);
+    }
+
+    fn render(&self, token: Option<&str>) -> Option<String> {
+        let (front, back) = self.bytes.as_slices();
+        let mut text = String::from_utf8_lossy(&[front, back].concat()).into_owned();
+        let token = token.filter(|t| !t.is_empty());
+        if let Some(token) = token {
+            text = text.replace(token, "[redacted]");
+        }
+        let cut = self.total > self.bytes.len() as u64;
+        let mut start = false;
+        if cut {
+            // The ring starts inside a line (and maybe inside the token): drop that line, unless
+            // it is the only one.
+            match text.split_once('\n') {
+                Some((_, rest)) if !rest.trim().is_empty() => text = rest.to_owned(),
+                _ => start = true,
+            }
+        }
+        if let Some(token) = token {
+            text = redact_token_edges(&text, token, start);
+        }
+        if start {
+            text.insert(0, '…');
+        }
+        let lines: Vec<String> = text.lines().map(printable).filter(|l| !l.is_empty()).collect();
+        let shown = &lines[lines.len().saturating_sub(TAIL_LINES)..];
+        (!shown.is_empty()).then(|| shown.join(" | "))
+    }
+}
+
+/// `text` without a piece of `token` at its start (cut by the ring's start, when `start`) or at
+/// its end (a write the child did not finish); pieces of at least 4 bytes, so an ordinary letter
+/// is not taken for one.
+fn redact_token_edges(text: &str, token: &str, start: bool) -> String {
+    let mut text = text.to_owned();
+    let cuts: Vec<usize> = (1..token.len()).filter(|&i| token.is_char_boundary(i)).collect();
+    // Longest first.
+    let suffix = cuts.iter().map(|&i| &token[i..]).filter(|s| s.len() >= 4).find(|s| text.starts_with(s));
+    if let Some(suffix) = suffix.filter(|_| start) {
+        text = format!("[redacted]{}", &text[suffix.len()..]);
+    }
+    let prefix = cuts.iter().rev().map(|&i| &token[..i]).filter(|p| p.len() >= 4).find(|p| text.ends_with(p));
+    if let Some(prefix) = prefix {
+        text = format!("{}[redacted]", &text[..text.len() - prefix.len()]);
+    }
+    text
+}
+
+/// One line of a child's stderr as a message may show it: no terminal escapes or control
+/// characters (a hostile server could rewrite the reader's terminal), trimmed.
+fn printable(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI sequences (colours): ESC [ parameters final-letter.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() || c == '~' {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        // Bidirectional overrides would show the text in another order than it was written.
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        out.push(if c.is_control() || bidi { ' ' } else { c });
+    }
+    out.trim().to_owned()
+}
+
+/// Reads the child's stderr until it closes: appended to the profile's file if any, its end kept
+/// in `tail`. Reading all along also keeps a chatty child from blocking on a full pipe.
+async fn read_stderr(mut stderr: ChildStderr, mut log: Option<tokio::fs::File>, tail: Arc<Mutex<Tail>>) {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if let Some(file) = &mut log {
+            // Flushed at once: SEC-1 reads this file while the server runs.
+            let written = async {
+                file.write_all(&buf[..n]).await?;
+                file.flush().await
+            };
+            if written.await.is_err() {
+                log = None;
+            }
+        }
+        tail.lock().unwrap_or_else(|e| e.into_inner()).push(&buf[..n]);
+    }
+    tail.lock().unwrap_or_else(|e| e.into_inner()).eof = true;
+}
+
 /// One process per persona for the whole run, started on first use (and again if it died).
 #[derive(Debug)]
 pub struct StdioPool {
@@ -316,9 +485,80 @@ impl StdioPool {
     }
 }
 
+#[cfg(test)]
+mod tail_tests {
+    use super::*;
+
+    /// What the tail shows after the child wrote `chunks` (token `secret-token-value`).
+    fn check(chunks: &[&str], expected: Option<&str>) {
+        let mut tail = Tail::default();
+        for chunk in chunks {
+            tail.push(chunk.as_bytes());
+        }
+        assert_eq!(tail.render(Some("secret-token-value")).as_deref(), expected, "{chunks:?}");
+        assert!(tail.bytes.len() <= TAIL_BYTES);
+    }
+
+    #[test]
+    fn the_tail_shows_the_last_lines_without_the_token() {
+        check(&[], None);
+        check(&["\n\n"], None);
+        check(&["starting\n", "error: port in use\n"], Some("starting | error: port in use"));
+        check(&["token is secret-token-value\n"], Some("token is [redacted]"));
+        check(&["\u{1b}[31mred\u{1b}[0m alert\u{202e}\r\n"], Some("red alert"));
+        // Only the last 20 lines.
+        let many: Vec<String> = (1..=30).map(|i| format!("line {i}\n")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let last: Vec<String> = (11..=30).map(|i| format!("line {i}")).collect();
+        check(&many, Some(&last.join(" | ")));
+        // The ring starts inside a line, here inside the token: that line goes.
+        let long = format!("{}secret-token-value\n{}\n", "x".repeat(100), "z".repeat(TAIL_BYTES - 18));
+        check(&[&long], Some(&"z".repeat(TAIL_BYTES - 18)));
+        // One endless line: its end, marked as cut, the piece of token at the cut redacted.
+        let line = format!("{}secret-token-value{}", "y".repeat(100), "z".repeat(TAIL_BYTES - 7));
+        check(&[&line], Some(&format!("…[redacted]{}", "z".repeat(TAIL_BYTES - 7))));
+        // A write cut short inside the token.
+        check(&["config: token=secret-tok"], Some("config: token=[redacted]"));
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    /// A child that writes 10 MB to stderr is read as it writes (it could not exit otherwise) and
+    /// only the ring's 2 KiB are kept: memory stays bounded, the last line is there.
+    #[tokio::test]
+    async fn ten_megabytes_of_stderr_keep_only_the_tail() {
+        let script =
+            "head -c 10000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo 'fake: the last words' >&2; exit 3";
+        let command = StdioCommand {
+            argv: vec!["sh".to_owned(), "-c".to_owned(), script.to_owned()],
+            token_env: "CHATAIGNE_TEST_TOKEN".to_owned(),
+            stderr: None,
+        };
+        let conn = command.spawn(Some("secret")).unwrap();
+        let started = std::time::Instant::now();
+        loop {
+            let exited = conn.child.lock().unwrap().try_wait().unwrap().is_some();
+            if exited && conn.tail.lock().unwrap().eof {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "the child is stuck writing its stderr");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        {
+            let tail = conn.tail.lock().unwrap();
+            assert_eq!(tail.total, 10_000_000 + 1 + "fake: the last words\n".len() as u64);
+            assert!(tail.bytes.len() <= TAIL_BYTES, "{}", tail.bytes.len());
+            assert!(tail.bytes.capacity() <= 2 * TAIL_BYTES, "{}", tail.bytes.capacity());
+        }
+        let shown = conn.stderr_tail().unwrap();
+        assert!(shown.ends_with("fake: the last words"), "{shown}");
+        assert!(shown.len() <= TAIL_BYTES + 64, "{}", shown.len());
+        let ended = conn.ended().await;
+        assert!(ended.contains("exit status: 3") && ended.contains("fake: the last words"), "{ended}");
+    }
 
     /// A server command that starts children (here a shell with a background `sleep`): none of
     /// them outlives the connection.

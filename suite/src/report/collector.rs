@@ -198,8 +198,125 @@ fn panic_text(info: &event::Info) -> String {
 pub struct Reporter<Out: io::Write> {
     console: Summarize<Basic<Out>>,
     junit: Option<JUnit<ConformanceWorld, File>>,
-    json: Option<Json<File>>,
+    json: Option<CucumberJson>,
     collector: Rc<RefCell<Collector>>,
+}
+
+/// cucumber's JSON writer, with the Background elements where report viewers expect them.
+///
+/// cucumber-rs files a Background's steps under an element of type `background` that carries its
+/// scenario's name and line and comes after that scenario's element (created first, by the before
+/// hook). Cucumber JVM and Ruby, whose shape cucumber-html-reporter and the like read, put the
+/// Background element first, under the Background's own name and line: the buffer is rewritten
+/// so when the run finishes.
+struct CucumberJson {
+    writer: Json<SharedBuffer>,
+    buffer: SharedBuffer,
+    file: File,
+    /// (feature path, scenario line) → the Background its steps came from.
+    backgrounds: Vec<(String, usize, BackgroundInfo)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct BackgroundInfo {
+    keyword: String,
+    name: String,
+    line: usize,
+}
+
+#[derive(Clone, Default)]
+struct SharedBuffer(Rc<RefCell<Vec<u8>>>);
+
+impl io::Write for SharedBuffer {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CucumberJson {
+    fn new(file: File) -> CucumberJson {
+        let buffer = SharedBuffer::default();
+        CucumberJson { writer: Json::raw(buffer.clone()), buffer, file, backgrounds: Vec::new() }
+    }
+
+    async fn handle(&mut self, ev: parser::Result<Event<Cucumber<ConformanceWorld>>>) {
+        if let Ok(Event { value: Cucumber::Feature(feature, fev), .. }) = &ev {
+            let scenario = match fev {
+                Feature::Scenario(sc, rev) => Some((None, sc, &rev.event)),
+                Feature::Rule(rule, Rule::Scenario(sc, rev)) => Some((Some(rule), sc, &rev.event)),
+                _ => None,
+            };
+            if let Some((rule, sc, event::Scenario::Background(_, event::Step::Started))) = scenario {
+                let background = feature.background.as_ref().or(rule.and_then(|r| r.background.as_ref()));
+                if let Some(bg) = background {
+                    let path = scenario_key(feature, sc).0;
+                    let info = BackgroundInfo {
+                        keyword: bg.keyword.clone(),
+                        name: bg.name.clone(),
+                        line: bg.position.line,
+                    };
+                    if !self.backgrounds.iter().any(|(p, l, _)| *p == path && *l == sc.position.line) {
+                        self.backgrounds.push((path, sc.position.line, info));
+                    }
+                }
+            }
+        }
+        let finished = matches!(&ev, Ok(Event { value: Cucumber::Finished, .. }));
+        self.writer.handle_event(ev, &cucumber::cli::Empty).await;
+        if finished {
+            let written = std::mem::take(&mut *self.buffer.0.borrow_mut());
+            let text = match serde_json::from_slice(&written) {
+                Ok(features) => {
+                    let features = backgrounds_first(features, &self.backgrounds);
+                    serde_json::to_vec(&features).unwrap_or(written)
+                }
+                Err(_) => written,
+            };
+            // Best effort as cucumber's own writer: the verdict does not depend on this file.
+            let _ = io::Write::write_all(&mut self.file, &text);
+        }
+    }
+}
+
+/// Each scenario element preceded by its Background element, under the Background's own name
+/// and line (see [`CucumberJson`]).
+fn backgrounds_first(
+    mut features: serde_json::Value,
+    backgrounds: &[(String, usize, BackgroundInfo)],
+) -> serde_json::Value {
+    use serde_json::Value;
+    for feature in features.as_array_mut().into_iter().flatten() {
+        let uri = feature.get("uri").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let Some(elements) = feature.get_mut("elements").and_then(Value::as_array_mut) else { continue };
+        let is_background = |e: &Value| e.get("type").and_then(Value::as_str) == Some("background");
+        let (mut pending, scenarios): (Vec<Value>, Vec<Value>) =
+            std::mem::take(elements).into_iter().partition(is_background);
+        let same = |a: &Value, b: &Value| a.get("name") == b.get("name") && a.get("line") == b.get("line");
+        for scenario in scenarios {
+            if let Some(i) = pending.iter().position(|bg| same(bg, &scenario)) {
+                let mut bg = pending.remove(i);
+                let line = scenario.get("line").and_then(Value::as_u64).unwrap_or_default();
+                // cucumber trims the working directory off the path it writes as `uri`.
+                let info = backgrounds.iter().find(|(path, l, _)| {
+                    *l as u64 == line && (*path == uri || path.ends_with(&format!("/{uri}")))
+                });
+                if let Some((_, _, info)) = info {
+                    bg["keyword"] = Value::from(info.keyword.clone());
+                    bg["name"] = Value::from(info.name.clone());
+                    bg["line"] = Value::from(info.line);
+                }
+                elements.push(bg);
+            }
+            elements.push(scenario);
+        }
+        elements.extend(pending);
+    }
+    features
 }
 
 impl<Out: io::Write> Reporter<Out> {
@@ -212,7 +329,7 @@ impl<Out: io::Write> Reporter<Out> {
         Reporter {
             console: Summarize::new(console),
             junit: junit.map(|f| JUnit::raw(f, 0)),
-            json: json.map(Json::raw),
+            json: json.map(CucumberJson::new),
             collector,
         }
     }
@@ -250,7 +367,7 @@ impl<Out: io::Write> Writer<ConformanceWorld> for Reporter<Out> {
             junit.handle_event(ev.clone(), &writer::junit::Cli::default()).await;
         }
         if let Some(json) = &mut self.json {
-            json.handle_event(ev.clone(), &cucumber::cli::Empty).await;
+            json.handle(ev.clone()).await;
         }
         // Quiet by default: one progress line per feature (the matrix and the failures follow
         // at the end). `-v` shows cucumber's step-by-step output, `-vv` also the World.

@@ -12,12 +12,14 @@
 //! which clauses the exit status requires.
 
 mod collector;
+mod html;
 mod render;
 
 use chataigne_contract::clauses::CLAUSES;
 use serde::Serialize;
 
 pub use collector::{Collector, Reporter, RunLog, ScenarioExtras, ScenarioKey, scenario_key};
+pub use html::{html, html_could_not_start};
 pub use render::{LEVELS, console_matrix, markdown, verdict_lines};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -172,7 +172,7 @@ pub fn markdown(report: &Report) -> String {
 
 /// Every scenario that did not pass at the full level, once each (a scenario tagged with two
 /// clauses is listed under both).
-fn failed_scenarios(report: &Report) -> Vec<&super::ScenarioResult> {
+pub(super) fn failed_scenarios(report: &Report) -> Vec<&super::ScenarioResult> {
     let mut shown = std::collections::BTreeSet::new();
     report
         .clauses

@@ -89,3 +89,79 @@ fn failed_scenarios_release_what_they_locked() {
     assert_eq!(report.summary.interrupted, None, "stalled for {:?}", started.elapsed());
     assert!(!report.summary.certified);
 }
+
+/// The cucumber JSON report as cucumber-html-reporter and the JVM and Ruby formatters shape it:
+/// each scenario element comes after its Background element, which carries the Background's own
+/// keyword, name and line (cucumber-rs writes it after the scenario, under the scenario's name).
+#[test]
+fn the_cucumber_json_report_puts_each_background_before_its_scenario() {
+    let dir = std::env::temp_dir().join(format!("chataigne-cucumber-json-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("features")).unwrap();
+    let scenario = |name: &str| {
+        format!(
+            "  @ABS-1\n  Scenario: {name}\n    When they list the tools\n    Then the tools are exactly the tools of the contract\n\n"
+        )
+    };
+    let with = format!(
+        "Feature: With a background\n\n  Background: The owner is connected\n    Given the persona \"owner\"\n\n{}{}",
+        scenario("First"),
+        scenario("Second")
+    );
+    std::fs::write(dir.join("features/with.feature"), with).unwrap();
+    let without = format!(
+        "Feature: Without a background\n\n{}",
+        scenario("Alone").replace("    When", "    Given the persona \"owner\"\n    When",)
+    );
+    std::fs::write(dir.join("features/without.feature"), without).unwrap();
+    let report = dir.join("cucumber.json");
+    let (out, log) = run(&[
+        "--embedded",
+        "--features",
+        dir.join("features").to_str().unwrap(),
+        "--cucumber-json",
+        report.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    // Most clauses are not run, so the run is not clean and keeps its server's log.
+    let _ = std::fs::remove_file(&log);
+    assert!(!text.is_empty(), "no report: {}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let elements = |feature: &str| -> Vec<String> {
+        let feature = json.as_array().unwrap().iter().find(|f| f["name"] == feature).unwrap();
+        feature["elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let steps: Vec<&str> =
+                    e["steps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+                format!(
+                    "{} {} {} line {}: {}",
+                    e["type"],
+                    e["keyword"],
+                    e["name"],
+                    e["line"],
+                    steps.join("; ")
+                )
+            })
+            .collect()
+    };
+    let background = r#""background" "Background" "The owner is connected" line 3: the persona "owner""#;
+    let first = r#""scenario" "Scenario" "First" line 7: they list the tools; the tools are exactly the tools of the contract"#;
+    let second = r#""scenario" "Scenario" "Second" line 12: they list the tools; the tools are exactly the tools of the contract"#;
+    assert_eq!(elements("With a background"), [background, first, background, second]);
+    let alone = r#""scenario" "Scenario" "Alone" line 4: the persona "owner"; they list the tools; the tools are exactly the tools of the contract"#;
+    assert_eq!(elements("Without a background"), [alone]);
+}
+
+#[test]
+fn an_unknown_defect_is_a_configuration_error() {
+    let outcome = chataigne_conformance::cli::execute_args(
+        ["chataigne-conformance", "--embedded", "--defect", "no-such-defect"],
+        std::io::sink(),
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.error.as_deref().is_some_and(|e| e.contains("--defect no-such-defect: no such defect")));
+}

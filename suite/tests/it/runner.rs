@@ -199,9 +199,12 @@ fn a_server_that_stops_answering_ends_at_the_run_deadline() {
     let fake = Fake::start();
     fake.serve_tools(|_, _| Reply::Hang(Duration::from_secs(5)));
     let started = std::time::Instant::now();
-    let outcome = fake.run(500, &["--deadline", "2"]);
+    let html = fake.report_path().with_file_name("report.html");
+    let outcome = fake.run(500, &["--deadline", "2", "--html", html.to_str().unwrap()]);
     let took = started.elapsed();
     check_config_error(&outcome, "deadline of 2 s passed");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("class=\"verdict stopped\"") && page.contains("deadline passed"), "{page}");
     // Calls in flight when it passes finish within their own timeout; nothing new starts.
     assert!(took < Duration::from_secs(15), "took {took:?}");
     let report: Value = serde_json::from_str(&std::fs::read_to_string(fake.report_path()).unwrap()).unwrap();
@@ -226,6 +229,7 @@ fn a_run_that_cannot_start_writes_reports_that_say_why() {
     let junit = dir.join("junit.xml");
     let cucumber = dir.join("cucumber.json");
     let markdown = dir.join("summary.md");
+    let html = dir.join("report.html");
     let args = [
         "--junit",
         junit.to_str().unwrap(),
@@ -233,6 +237,8 @@ fn a_run_that_cannot_start_writes_reports_that_say_why() {
         cucumber.to_str().unwrap(),
         "--markdown",
         markdown.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
     ];
     check_config_error(&fake.run(2000, &args), "HTTP 500");
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -246,6 +252,9 @@ fn a_run_that_cannot_start_writes_reports_that_say_why() {
     let report: Value = serde_json::from_str(&std::fs::read_to_string(fake.report_path()).unwrap()).unwrap();
     assert!(report["error"].as_str().is_some_and(|e| e.contains("HTTP 500")), "{report}");
     assert!(std::fs::read_to_string(&markdown).unwrap().contains("could not start"));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"), "{page}");
+    assert!(page.contains("The run could not start") && page.contains("HTTP 500"), "{page}");
 }
 
 /// The JUnit report of a failure reads as a failure of the server: no panic wording, no source
@@ -282,8 +291,20 @@ fn a_server_without_the_contract_tools_gets_a_short_verdict() {
         _ => Reply::Raw(500, "text/plain", "no".into()),
     });
     let junit = fake.report_path().with_file_name("junit.xml");
+    let cucumber = fake.report_path().with_file_name("cucumber.json");
+    let html = fake.report_path().with_file_name("report.html");
     let started = std::time::Instant::now();
-    let outcome = fake.run(2000, &["--junit", junit.to_str().unwrap()]);
+    let outcome = fake.run(
+        2000,
+        &[
+            "--junit",
+            junit.to_str().unwrap(),
+            "--cucumber-json",
+            cucumber.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    );
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert_eq!(outcome.code, 1, "{outcome:?}");
     let proto3 = clause(&outcome, "PROTO-3");
@@ -297,6 +318,14 @@ fn a_server_without_the_contract_tools_gets_a_short_verdict() {
     assert_eq!(clause(&outcome, "PAG-1").status, Status::NotRun);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<failure") && xml.contains("not a Chataigne server"), "{xml}");
+    // No scenario ran: the cucumber JSON report is an empty list, still JSON.
+    let cucumber: Value = serde_json::from_str(&std::fs::read_to_string(&cucumber).unwrap()).unwrap();
+    assert_eq!(cucumber, json!([]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("not a Chataigne server")
+            && page.contains("<tr class=\"failed\" id=\"clause-PROTO-3\">")
+    );
 
     let anyway = fake.run(2000, &["--run-anyway", "--tags", "@PROTO-2"]);
     let proto2 = clause(&anyway, "PROTO-2");

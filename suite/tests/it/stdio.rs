@@ -183,3 +183,47 @@ fn a_stdio_server_printing_text_on_stdout_is_named_for_it_at_once() {
     let reason = outcome.error.unwrap_or_default();
     assert!(reason.contains("printed non-JSON on stdout") && reason.contains("Server listening"), "{reason}");
 }
+
+/// A server that exits at once is reported with what it said on stderr, its token redacted.
+#[test]
+fn a_stdio_server_that_exits_is_reported_with_the_end_of_its_stderr() {
+    let run = Run::new("stderr");
+    let script = "echo 'fake-server: starting' >&2; \
+        echo \"fake-server: cannot open /var/lib/fake.db (token $CHATAIGNE_TOKEN)\" >&2; exit 3";
+    let profile = run.profile(&["sh".to_owned(), "-c".to_owned(), script.to_owned()], 10_000, "");
+    let outcome = run.run(&profile, &[]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let reason = outcome.error.unwrap_or_default();
+    assert!(reason.contains("exit status: 3"), "{reason}");
+    assert!(
+        reason
+            .contains("fake-server: starting | fake-server: cannot open /var/lib/fake.db (token [redacted])"),
+        "{reason}"
+    );
+    assert!(!reason.contains("dev-token-"), "the token leaked: {reason}");
+    assert!(!reason.contains('\n'), "{reason}");
+}
+
+/// A server that floods its stderr (10 MB) before exiting: the message holds its last line and
+/// stays short.
+#[test]
+fn a_stdio_server_flooding_its_stderr_is_reported_with_its_last_line() {
+    let run = Run::new("flood");
+    let script = "head -c 10000000 /dev/zero | tr '\\0' x >&2; echo >&2; \
+        echo 'fake-server: giving up' >&2; exit 3";
+    let profile = run.profile(&["sh".to_owned(), "-c".to_owned(), script.to_owned()], 20_000, "");
+    let outcome = run.run(&profile, &[]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let reason = outcome.error.unwrap_or_default();
+    assert!(
+        reason.ends_with("fake-server: giving up"),
+        "{}",
+        chataigne_conformance::client::cut(&reason, 400)
+    );
+    assert!(
+        reason.len() < 3000,
+        "{} bytes: {}",
+        reason.len(),
+        chataigne_conformance::client::cut(&reason, 400)
+    );
+}
