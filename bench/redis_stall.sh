@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Latency while Redis is paused (SIGSTOP), for docs/RELIABILITY.md: one chataigne-mock on a
 # redis-server of its own; after a warm-up keyed write, Redis is stopped for STALL_SECONDS and,
-# during the stall, we time tools/list, one unkeyed read (get_restaurant), 16 concurrent keyed
-# writes (send_message, fresh keys) and tools/list 0.2 s after they were sent; Redis is then
+# during the stall, we time tools/list, 16 concurrent keyed writes (send_message, fresh keys),
+# tools/list 0.2 s after they were sent, then one unkeyed read (get_restaurant); Redis is then
 # resumed and one keyed write is timed.
 # Each figure is curl's time_total with the code it got (ok or the error code).
 # Usage: bench/redis_stall.sh   (env: MOCK_BIN=target/debug/chataigne-mock STALL_SECONDS=6
@@ -41,7 +41,6 @@ post warm-up "$(send "stall-warm-$$")"
 kill -STOP "$redis_pid"
 t0=$(date +%s%N)
 post tools-list '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
-post get_restaurant "$read_body"
 t1=$(date +%s%N)
 pids=()
 for i in $(seq -w 1 16); do post "keyed-$i" "$(send "stall-$$-$i")" > "$out/line-$i" & pids+=($!); done
@@ -52,6 +51,7 @@ wait "${pids[@]}"
 cat "$out/busy"
 cat "$out"/line-*
 echo "16 concurrent keyed writes: all answered after $(( ($(date +%s%N) - t1) / 1000000 )) ms"
+post get_restaurant "$read_body"
 left=$(( STALL * 1000 - ($(date +%s%N) - t0) / 1000000 ))
 if (( left > 0 )); then sleep "$(( left / 1000 )).$(printf '%03d' $(( left % 1000 )))"; fi
 kill -CONT "$redis_pid"

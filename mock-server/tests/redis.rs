@@ -329,7 +329,9 @@ async fn redis_down_gives_dependency_unavailable_then_a_persistent_redis_recover
     let count = messages_in(&a).await;
 
     let _redis = RedisServer::persistent(port, dir.expect("a data directory"));
+    let back = Instant::now();
     let retried = until_settled(&a, send("during-outage-1")).await;
+    eprintln!("first keyed write accepted {:?} after Redis was back", back.elapsed());
     assert_eq!(code(&retried), None, "{retried}");
     assert_eq!(retried["meta"]["replayed"], false, "the refused call had no effect, so it runs now");
     let again = call(&a, "send_message", send("during-outage-1")).await;
