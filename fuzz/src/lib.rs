@@ -63,7 +63,7 @@ impl Harness {
     /// depend on the inputs run before it, or crashes would not reproduce (and rate limits would
     /// answer everything after the first thousand runs).
     pub fn reset(&self) {
-        self.app.reset();
+        self.rt.block_on(self.app.reset());
     }
 
     /// POST `body` to /mcp with the headers a real client sends, as `persona`.

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use chataigne_contract::ToolName;
 use chataigne_contract::schema::Validator;
+use futures::FutureExt;
 use mock_server::state::idempotency::{Claim, IdempotencyStore, KeyHasher, MemoryStore};
 use mock_server::state::ratelimit::{MemoryLimiter, RateKey, RateLimiter};
 use mock_server::tools::cursor::{Binding, CursorCodec};
@@ -107,19 +108,22 @@ fn main() {
     bench("idempotency claim + complete (fresh key)", 100_000, |i| {
         let mut slot = [0u8; 32];
         slot[..8].copy_from_slice(&i.to_le_bytes());
-        assert_eq!(store.claim(slot, [1; 32], 0), Ok(Claim::Fresh));
-        store.complete(slot, [1; 32], &data, 0).expect("memory store");
+        assert_eq!(store.claim(slot, [1; 32], 1, 0).now_or_never(), Some(Ok(Claim::Fresh)));
+        store.complete(slot, [1; 32], &data, 0).now_or_never().expect("ready").expect("memory store");
     });
     bench("idempotency claim (replay of a stored key)", 100_000, |i| {
         let mut slot = [0u8; 32];
         slot[..8].copy_from_slice(&(i % 1000).to_le_bytes());
-        assert!(matches!(store.claim(slot, [1; 32], 1), Ok(Claim::Replay(_))));
+        assert!(matches!(store.claim(slot, [1; 32], 1, 1).now_or_never(), Some(Ok(Claim::Replay(_)))));
     });
 
     let limiter = MemoryLimiter::default();
     let key = RateKey { client_id: "cli_console".into(), user_id: "usr_owner".into(), tool: "get_order" };
     bench("rate limiter hit (what --defect no-rate-limit skips)", 100_000, |_| {
-        black_box(limiter.hit(black_box(&key), u32::MAX, 0).expect("memory limiter")).ok();
+        black_box(
+            limiter.hit(black_box(&key), u32::MAX, 0).now_or_never().expect("ready").expect("memory limiter"),
+        )
+        .ok();
     });
 
     let large: usize = std::env::var("MICRO_LARGE").ok().and_then(|n| n.parse().ok()).unwrap_or(1_000_000);

@@ -112,7 +112,25 @@ pub struct App {
 }
 
 impl App {
+    /// The server as configured; with `redis_url`, Redis is connected first, and a Redis that
+    /// does not answer is an error (docs/DECISIONS.md, "Shared state").
+    pub async fn start(config: Config) -> anyhow::Result<App> {
+        let redis = match &config.redis_url {
+            Some(url) => {
+                config.check_variants()?;
+                Some(Arc::new(Redis::connect(url, &config.redis_namespace).await?))
+            }
+            None => None,
+        };
+        App::build(config, redis)
+    }
+
+    /// An in-memory server; one on Redis is built by [`App::start`], which connects first.
     pub fn new(config: Config) -> anyhow::Result<App> {
+        App::build(config, None)
+    }
+
+    fn build(config: Config, redis: Option<Arc<Redis>>) -> anyhow::Result<App> {
         config.check_variants()?;
         let variants = Variants::new(&config.variants);
         let secret = match &config.secret {
@@ -124,11 +142,9 @@ impl App {
             .iter()
             .map(|t| Ok((*t, Validator::new(&defects.input_schema(*t)).map_err(anyhow::Error::msg)?)))
             .collect::<anyhow::Result<_>>()?;
-        let (idempotency, rate): (Arc<dyn IdempotencyStore>, Arc<dyn RateLimiter>) = match &config.redis_url {
-            Some(url) => {
-                let redis = Arc::new(Redis::new(url, &config.redis_namespace)?);
-                (redis.clone(), redis)
-            }
+        let (idempotency, rate): (Arc<dyn IdempotencyStore>, Arc<dyn RateLimiter>) = match redis {
+            Some(redis) => (redis.clone(), redis),
+            None if config.redis_url.is_some() => anyhow::bail!("a server on Redis is built by App::start"),
             None => {
                 (Arc::new(MemoryStore::with_capacity(config.idempotency_capacity)), variants.memory_limiter())
             }
@@ -168,11 +184,11 @@ impl App {
     }
 
     /// Back to the state at start: data, keys, windows, faults, deadlines, clock.
-    pub fn reset(&self) {
+    pub async fn reset(&self) {
         self.store.reset(&self.config.dataset, self.config.synthetic_orders);
         // A shared store that is down keeps its keys; the rest of the reset still applies.
-        let _ = self.idempotency.clear();
-        let _ = self.rate.clear();
+        let _ = self.idempotency.clear().await;
+        let _ = self.rate.clear().await;
         self.faults.clear();
         *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = self.config.deadlines;
         self.oauth.clear_windows();

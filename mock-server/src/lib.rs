@@ -41,12 +41,12 @@ pub async fn run(
     if config.public_url.is_none() {
         config.public_url = Some(format!("http://{}", listener.local_addr()?));
     }
-    let app = Arc::new(App::new(config)?);
+    let app = Arc::new(App::start(config).await?);
     router::serve(listener, app, shutdown).await
 }
 
 /// Serve one MCP session over stdin/stdout; the token comes from the environment (AUTH-1).
 pub async fn run_stdio(config: Config, token: Option<String>) -> anyhow::Result<()> {
-    let app = Arc::new(App::new(config)?);
+    let app = Arc::new(App::start(config).await?);
     transport::mcp::serve_stdio(app, token).await
 }

@@ -74,7 +74,8 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = mock_server::dev::oauth::OAuthLimits::default().registrations_per_minute)]
     registrations_per_minute: u32,
     /// Keep idempotency keys and rate windows in Redis (e.g. redis://127.0.0.1:6379), shared by
-    /// every replica started with the same URL, namespace and --secret.
+    /// every replica started with the same URL, namespace and --secret; the data is not shared
+    /// (README, "Replicas on Redis"). Redis must answer at start.
     #[arg(long, env = "CHATAIGNE_REDIS")]
     redis: Option<String>,
     #[arg(long, default_value = "chataigne")]

@@ -8,7 +8,7 @@
 //! by one branch.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chataigne_contract::{ErrorCode, Role, ToolName};
 use serde_json::Value;
@@ -18,7 +18,7 @@ use crate::auth::Principal;
 use crate::dev::defects::Defect;
 use crate::dev::faults::FaultError;
 use crate::error::ToolError;
-use crate::state::idempotency::{Claim, Fingerprint, Slot, StoreError};
+use crate::state::idempotency::{Claim, Fingerprint, Owner, Slot, StoreError};
 use crate::state::ratelimit::RateKey;
 use crate::tools::{self, Call, Output};
 
@@ -45,7 +45,7 @@ pub async fn call(
 
 async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Value) -> Outcome {
     // 3. Rate limit: every call that names a real tool counts, failed ones too (LIM-2).
-    rate_limit(app, principal, tool)?;
+    rate_limit(app, principal, tool).await?;
     if app.variants.access_before_schema() && tools::target_readable(tool, &args) {
         // The `access-before-schema` variant: 5–7 first, then 4. Arguments too malformed to
         // name their target take the reference order: the schema error comes first.
@@ -59,15 +59,15 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
     }
     let call = Call { app: app.clone(), tool, args, principal: principal.clone() };
     // 8. Idempotency: a replay returns here, after authorization (IDEM-7).
-    let claim = match claim(&call) {
+    let claim = match claim(&call).await {
         Ok(claim) => claim,
         Err(ClaimEnd::Replay(data)) => return Ok(app.defects.replayed(Output::replayed(tool, data))),
         Err(ClaimEnd::Refused(error)) => return Err(error),
     };
     // 9. Preconditions (PRE-1..3), against the state as observed now.
     if let Err(e) = tools::check_preconditions(&call) {
-        if let Some(claim) = claim {
-            release(app, claim.slot);
+        if let Some(owned) = claim {
+            release(app, owned).await;
         }
         return Err(e);
     }
@@ -98,7 +98,7 @@ fn scope(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolErr
     Err(ToolError { required_scope: Some(tool.scope().to_owned()), ..ErrorCode::ScopeRequired.into() })
 }
 
-fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolError> {
+async fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolError> {
     if app.defects.rate_disabled() {
         return Ok(());
     }
@@ -107,11 +107,12 @@ fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<(), To
         user_id: principal.user_id.clone(),
         tool: tool.as_str(),
     };
-    match app.rate.hit(&key, tool.kind().rate_per_minute(), app.clock.now_ms()) {
+    match app.rate.hit(&key, tool.kind().rate_per_minute(), app.clock.now_ms()).await {
         Ok(verdict) => verdict.map_err(|ms| ToolError::retry_after(ErrorCode::RateLimited, ms)),
-        // Fail open: a shared limiter that is down must not stop reads that need nothing else.
+        // Fail open: a shared limiter that is down must not stop calls that need nothing else.
+        // Not a warning per call: the store logs when it goes down and when it is back.
         Err(StoreError) => {
-            tracing::warn!(tool = tool.as_str(), "rate limiter unavailable; call not counted");
+            tracing::debug!(tool = tool.as_str(), "rate limiter unavailable; call not counted");
             Ok(())
         }
     }
@@ -143,6 +144,7 @@ fn check_role(app: &App, tool: ToolName, role: Option<Role>) -> Result<(), ToolE
 pub struct Owned {
     pub slot: Slot,
     pub fingerprint: Fingerprint,
+    pub owner: Owner,
 }
 
 enum ClaimEnd {
@@ -150,7 +152,7 @@ enum ClaimEnd {
     Refused(ToolError),
 }
 
-fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
+async fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
     let Some(key) = call.args.get("idempotency_key").and_then(Value::as_str) else {
         return Ok(None);
     };
@@ -159,12 +161,18 @@ fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
     let fingerprint =
         app.defects.fingerprint(crate::canonical::digest_without(&call.args, &["idempotency_key"]));
     let now = app.defects.idempotency_now(app.clock.now_ms());
-    let claimed = app
-        .idempotency
-        .claim(slot, fingerprint, now)
-        .map_err(|StoreError| ClaimEnd::Refused(ErrorCode::DependencyUnavailable.into()))?;
+    let owner: Owner = rand::random();
+    let claimed = match app.idempotency.claim(slot, fingerprint, owner, now).await {
+        Ok(claimed) => claimed,
+        Err(StoreError) => {
+            // The store may still make the claim after we stopped waiting (a stalled Redis runs
+            // what it was sent when it resumes): release it, ours only, once it answers.
+            release_later(app.clone(), Owned { slot, fingerprint, owner });
+            return Err(ClaimEnd::Refused(ErrorCode::DependencyUnavailable.into()));
+        }
+    };
     match app.defects.adjust_claim(claimed) {
-        Claim::Fresh => Ok(Some(Owned { slot, fingerprint })),
+        Claim::Fresh => Ok(Some(Owned { slot, fingerprint, owner })),
         Claim::Replay(data) => Err(ClaimEnd::Replay(data)),
         Claim::Mismatch => Err(ClaimEnd::Refused(ErrorCode::IdempotencyMismatch.into())),
         Claim::InProgress { retry_after_ms } => {
@@ -182,18 +190,23 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
     let deadline = Duration::from_millis(app.deadlines().for_kind(kind));
     let fault = app.faults.get(call.tool.as_str()).unwrap_or_default();
     let work = async move {
-        let _guard = claim.map(|owned| ReleaseOnDrop { app: call.app.clone(), slot: owned.slot });
+        // Releases the claim if this future ends before the match below (a panic; a read's
+        // deadline). Past it the claim is completed or released explicitly, never both.
+        let mut guard = ReleaseOnDrop { app: call.app.clone(), owned: claim };
         pause(fault.latency_ms).await;
-        if let Some(error) = fault.error {
-            return Err(ToolError::new(match error {
+        let outcome = match fault.error {
+            Some(error) => Err(ToolError::new(match error {
                 FaultError::Internal => ErrorCode::InternalError,
                 FaultError::Dependency => ErrorCode::DependencyUnavailable,
-            }));
+            })),
+            None => tools::run(&call),
+        };
+        match (&outcome, guard.owned.take()) {
+            (Ok(output), Some(owned)) => store_success(&call.app, owned, &output.data).await,
+            (Err(_), Some(owned)) => release(&call.app, owned).await,
+            (_, None) => {}
         }
-        let output = tools::run(&call)?;
-        if let Some(owned) = claim {
-            store_success(&call.app, owned, &output.data);
-        }
+        let output = outcome?;
         pause(fault.delay_after_effect_ms).await;
         Ok(output)
     };
@@ -220,35 +233,60 @@ async fn pause(ms: u64) {
 /// Frees a claimed key if its call ends without storing a success (IDEM-7).
 struct ReleaseOnDrop {
     app: Arc<App>,
-    slot: Slot,
+    owned: Option<Owned>,
 }
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
-        // Harmless after `complete`: release only removes a still-running claim.
-        release(&self.app, self.slot);
+        if let Some(owned) = self.owned.take() {
+            release_later(self.app.clone(), owned);
+        }
     }
 }
 
-fn release(app: &App, slot: Slot) {
-    // A release that fails leaves a running claim, which expires in the store on its own.
-    if !app.defects.keeps_failed_keys() && app.idempotency.release(slot).is_err() {
-        tracing::warn!("idempotency store unavailable; claim left to expire");
+/// Frees a claim whose call failed: now if the store answers, else in the background.
+async fn release(app: &Arc<App>, owned: Owned) {
+    if app.defects.keeps_failed_keys() {
+        return;
     }
+    if app.idempotency.release(owned.slot, owned.owner).await.is_err() {
+        release_later(app.clone(), owned);
+    }
+}
+
+/// Releases in the background until the store answers, or until a running claim in Redis has
+/// expired on its own; the key answers MCP_OPERATION_IN_PROGRESS meanwhile, never runs twice.
+fn release_later(app: Arc<App>, owned: Owned) {
+    // No runtime (a future dropped at shutdown): nothing left to answer either.
+    if app.defects.keeps_failed_keys() || tokio::runtime::Handle::try_current().is_err() {
+        return;
+    }
+    tokio::spawn(async move {
+        let give_up = Instant::now() + crate::state::redis::RUNNING_TTL;
+        let mut wait = Duration::from_millis(100);
+        while app.idempotency.release(owned.slot, owned.owner).await.is_err() {
+            if Instant::now() >= give_up {
+                tracing::warn!("idempotency store unavailable; claim left to expire");
+                return;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
+    });
 }
 
 /// Stores a success. The effect already happened, so if the store is down the answer still goes
 /// out and storing is retried in the background: a retry must replay, never run twice.
-fn store_success(app: &Arc<App>, owned: Owned, data: &Value) {
+async fn store_success(app: &Arc<App>, owned: Owned, data: &Value) {
     let now = app.defects.idempotency_now(app.clock.now_ms());
-    if app.idempotency.complete(owned.slot, owned.fingerprint, data, now).is_ok() {
+    if app.idempotency.complete(owned.slot, owned.fingerprint, data, now).await.is_ok() {
         return;
     }
     tracing::warn!("idempotency store unavailable; retrying to store a success");
     let (app, data) = (app.clone(), data.clone());
     tokio::spawn(async move {
         let mut wait = Duration::from_millis(100);
-        while app.idempotency.complete(owned.slot, owned.fingerprint, &data, now).is_err() {
+        while app.idempotency.complete(owned.slot, owned.fingerprint, &data, now).await.is_err() {
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(Duration::from_secs(5));
         }

@@ -45,7 +45,7 @@ async fn capabilities() -> Json<Value> {
 }
 
 async fn reset(State(app): State<Arc<App>>) -> StatusCode {
-    app.reset();
+    app.reset().await;
     StatusCode::NO_CONTENT
 }
 

@@ -4,6 +4,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use futures::future::{BoxFuture, Either, FutureExt, Ready};
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
@@ -14,6 +15,9 @@ use crate::state::expiry::Swept;
 pub type Slot = [u8; 32];
 /// Digest of the arguments other than the key.
 pub type Fingerprint = [u8; 32];
+/// Who holds a running claim: random per call, so a release only ever removes its own claim
+/// (a claim the store made after its caller gave up must not outlive a release sent for it).
+pub type Owner = u64;
 
 /// What a call finds under its key.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,31 +32,53 @@ pub enum Claim {
     InProgress { retry_after_ms: u64 },
 }
 
-/// The backing store did not answer: MCP_DEPENDENCY_UNAVAILABLE.
+/// The backing store did not answer, or cannot be trusted now: MCP_DEPENDENCY_UNAVAILABLE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("backing store unavailable")]
 pub struct StoreError;
 
+/// What a store operation returns: ready at once for the in-memory stores (no allocation on
+/// their path), a boxed future for a store across the network.
+pub type StoreFuture<'a, T> = Either<Ready<Result<T, StoreError>>, BoxFuture<'a, Result<T, StoreError>>>;
+
+/// An answer known at once.
+pub fn ready<'a, T: Send + 'a>(result: Result<T, StoreError>) -> StoreFuture<'a, T> {
+    Either::Left(futures::future::ready(result))
+}
+
+/// An answer that needs I/O.
+pub fn pending<'a, T>(
+    future: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'a,
+) -> StoreFuture<'a, T> {
+    Either::Right(future.boxed())
+}
+
 /// Storage of key states. Implementations make `claim` atomic; `now_ms` is the server's clock,
 /// so retention follows it even when the store has its own expiry.
 pub trait IdempotencyStore: Send + Sync + std::fmt::Debug {
-    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Result<Claim, StoreError>;
-    /// Store a success for 24 h (IDEM-6).
-    fn complete(
+    fn claim(
         &self,
         slot: Slot,
         fingerprint: Fingerprint,
-        data: &Value,
+        owner: Owner,
         now_ms: i64,
-    ) -> Result<(), StoreError>;
-    /// Forget a claim whose call failed: only successes are stored (IDEM-7).
-    fn release(&self, slot: Slot) -> Result<(), StoreError>;
-    fn clear(&self) -> Result<(), StoreError>;
+    ) -> StoreFuture<'_, Claim>;
+    /// Store a success for 24 h (IDEM-6).
+    fn complete<'a>(
+        &'a self,
+        slot: Slot,
+        fingerprint: Fingerprint,
+        data: &'a Value,
+        now_ms: i64,
+    ) -> StoreFuture<'a, ()>;
+    /// Forget `owner`'s claim, if it is still running: only successes are stored (IDEM-7).
+    fn release(&self, slot: Slot, owner: Owner) -> StoreFuture<'_, ()>;
+    fn clear(&self) -> StoreFuture<'_, ()>;
 }
 
 #[derive(Debug, Clone)]
 enum Entry {
-    Running { fingerprint: Fingerprint },
+    Running { fingerprint: Fingerprint, owner: Owner },
     Done { fingerprint: Fingerprint, data: Value, at_ms: i64 },
 }
 
@@ -95,38 +121,39 @@ impl Default for MemoryStore {
 }
 
 impl IdempotencyStore for MemoryStore {
-    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Result<Claim, StoreError> {
-        self.claim_now(slot, fingerprint, now_ms).ok_or(StoreError)
-    }
-
-    fn complete(
+    fn claim(
         &self,
         slot: Slot,
         fingerprint: Fingerprint,
-        data: &Value,
+        owner: Owner,
         now_ms: i64,
-    ) -> Result<(), StoreError> {
-        // The claim already holds this slot's room: storing the result never needs more.
-        let mut shard = self.shard(&slot);
-        shard.records.map.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
-        Ok(())
+    ) -> StoreFuture<'_, Claim> {
+        ready(self.claim_now(slot, fingerprint, owner, now_ms).ok_or(StoreError))
     }
 
-    fn release(&self, slot: Slot) -> Result<(), StoreError> {
-        let mut shard = self.shard(&slot);
-        if matches!(shard.records.map.get(&slot), Some(Entry::Running { .. })) {
-            shard.records.map.remove(&slot);
-        }
-        Ok(())
+    fn complete<'a>(
+        &'a self,
+        slot: Slot,
+        fingerprint: Fingerprint,
+        data: &'a Value,
+        now_ms: i64,
+    ) -> StoreFuture<'a, ()> {
+        self.complete_now(slot, fingerprint, data, now_ms);
+        ready(Ok(()))
     }
 
-    fn clear(&self) -> Result<(), StoreError> {
+    fn release(&self, slot: Slot, owner: Owner) -> StoreFuture<'_, ()> {
+        self.release_now(slot, owner);
+        ready(Ok(()))
+    }
+
+    fn clear(&self) -> StoreFuture<'_, ()> {
         for shard in &self.shards {
             let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
             shard.records.clear();
             shard.full_until_ms = None;
         }
-        Ok(())
+        ready(Ok(()))
     }
 }
 
@@ -163,13 +190,19 @@ impl MemoryStore {
     }
 
     /// `None`: the slot's shard is full of live records.
-    fn claim_now(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Option<Claim> {
+    pub fn claim_now(
+        &self,
+        slot: Slot,
+        fingerprint: Fingerprint,
+        owner: Owner,
+        now_ms: i64,
+    ) -> Option<Claim> {
         let mut shard = self.shard(&slot);
         shard.records.sweep_if_grown(|e| live(e, now_ms));
         match shard.records.map.get(&slot) {
             Some(Entry::Done { at_ms, .. }) if now_ms - at_ms >= RETENTION_MS => {
                 // Reusing an expired record's room: the shard does not grow.
-                shard.records.map.insert(slot, Entry::Running { fingerprint });
+                shard.records.map.insert(slot, Entry::Running { fingerprint, owner });
                 return Some(Claim::Fresh);
             }
             Some(Entry::Done { fingerprint: f, data, .. }) => {
@@ -187,8 +220,21 @@ impl MemoryStore {
         if shard.records.map.len() >= self.per_shard && !self.make_room(&mut shard, now_ms) {
             return None;
         }
-        shard.records.map.insert(slot, Entry::Running { fingerprint });
+        shard.records.map.insert(slot, Entry::Running { fingerprint, owner });
         Some(Claim::Fresh)
+    }
+
+    pub fn complete_now(&self, slot: Slot, fingerprint: Fingerprint, data: &Value, now_ms: i64) {
+        // The claim already holds this slot's room: storing the result never needs more.
+        let mut shard = self.shard(&slot);
+        shard.records.map.insert(slot, Entry::Done { fingerprint, data: data.clone(), at_ms: now_ms });
+    }
+
+    fn release_now(&self, slot: Slot, owner: Owner) {
+        let mut shard = self.shard(&slot);
+        if matches!(shard.records.map.get(&slot), Some(Entry::Running { owner: o, .. }) if *o == owner) {
+            shard.records.map.remove(&slot);
+        }
     }
 
     /// Drops the shard's expired records; false if it is still full. A full shard is walked
@@ -260,9 +306,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const OWNER: Owner = 1;
+
     impl MemoryStore {
         fn claim_ok(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Claim {
-            self.claim_now(slot, fingerprint, now_ms).expect("room for a new key")
+            self.claim_now(slot, fingerprint, OWNER, now_ms).expect("room for a new key")
+        }
+
+        /// Through the trait, as the pipeline calls it.
+        fn try_claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Result<Claim, StoreError> {
+            self.claim(slot, fingerprint, OWNER, now_ms).now_or_never().expect("in memory: ready at once")
         }
     }
 
@@ -283,25 +336,26 @@ mod tests {
             let slot = slot_of(i);
             i += 1;
             // `None`: this slot's shard is full already; others are not yet.
-            if let Some(claim) = store.claim_now(slot, [1; 32], 0) {
+            if let Some(claim) = store.claim_now(slot, [1; 32], OWNER, 0) {
                 assert_eq!(claim, Claim::Fresh);
-                store.complete(slot, [1; 32], &json!({ "i": i }), 0).unwrap();
+                store.complete_now(slot, [1; 32], &json!({ "i": i }), 0);
                 stored.push(slot);
             }
         }
         assert_eq!(store.len(), store.capacity());
         // Every new key is refused now, whatever its shard, and nothing is added.
         for j in 0..256 {
-            assert_eq!(store.claim(slot_of(1_000_000 + j), [1; 32], 10), Err(StoreError));
+            assert_eq!(store.try_claim(slot_of(1_000_000 + j), [1; 32], 10), Err(StoreError));
         }
         assert_eq!(store.len(), store.capacity());
         // Keys already held need no room: replay, mismatch.
-        assert!(matches!(store.claim(stored[0], [1; 32], 10), Ok(Claim::Replay(_))));
-        assert_eq!(store.claim(stored[0], [2; 32], 10), Ok(Claim::Mismatch));
+        assert!(matches!(store.try_claim(stored[0], [1; 32], 10), Ok(Claim::Replay(_))));
+        assert_eq!(store.try_claim(stored[0], [2; 32], 10), Ok(Claim::Mismatch));
         // A full shard is not walked again before its oldest result can expire.
         assert!(store.shards.iter().all(|s| s.lock().unwrap().full_until_ms.is_some()));
         // Once the day has passed, expired results are swept first and new keys fit again.
-        let fresh = (0..256).filter(|j| store.claim(slot_of(3_000_000 + j), [1; 32], day).is_ok()).count();
+        let fresh =
+            (0..256).filter(|j| store.try_claim(slot_of(3_000_000 + j), [1; 32], day).is_ok()).count();
         assert_eq!(fresh, store.capacity(), "every shard emptied of the day-old results, then refilled");
         assert_eq!(store.len(), store.capacity());
     }
@@ -311,15 +365,15 @@ mod tests {
         let store = MemoryStore::with_capacity(SHARDS);
         let slot = slot_of(7);
         let mate = (8..).map(slot_of).find(|s| shard_of(s) == shard_of(&slot)).unwrap();
-        assert_eq!(store.claim_now(slot, [1; 32], 0), Some(Claim::Fresh));
-        assert_eq!(store.claim_now(mate, [1; 32], 0), None, "one record per shard");
-        store.release(slot).unwrap();
-        assert_eq!(store.claim_now(mate, [1; 32], 0), Some(Claim::Fresh));
+        assert_eq!(store.claim_now(slot, [1; 32], OWNER, 0), Some(Claim::Fresh));
+        assert_eq!(store.claim_now(mate, [1; 32], OWNER, 0), None, "one record per shard");
+        store.release_now(slot, OWNER);
+        assert_eq!(store.claim_now(mate, [1; 32], OWNER, 0), Some(Claim::Fresh));
         // Completing never fails, full or not: the effect has happened.
-        store.complete(mate, [1; 32], &json!(1), 0).unwrap();
-        store.clear().unwrap();
+        store.complete_now(mate, [1; 32], &json!(1), 0);
+        store.clear().now_or_never().expect("ready").unwrap();
         assert!(store.is_empty());
-        assert_eq!(store.claim_now(slot, [1; 32], 0), Some(Claim::Fresh));
+        assert_eq!(store.claim_now(slot, [1; 32], OWNER, 0), Some(Claim::Fresh));
     }
 
     #[test]
@@ -333,7 +387,7 @@ mod tests {
             slot[..4].copy_from_slice(&i.to_be_bytes());
             let at = if i < old { 0 } else { day };
             assert_eq!(store.claim_ok(slot, [1; 32], at), Claim::Fresh);
-            store.complete(slot, [1; 32], &json!({ "i": i }), at).unwrap();
+            store.complete_now(slot, [1; 32], &json!({ "i": i }), at);
         }
         let len = store.len();
         assert!(len < (total - old) as usize + 1000, "the results of a day ago went, {len} entries left");
@@ -361,13 +415,16 @@ mod tests {
         assert_eq!(store.claim_ok(slot, fp, 0), Claim::Fresh);
         assert!(matches!(store.claim_ok(slot, fp, 1), Claim::InProgress { .. }));
         assert_eq!(store.claim_ok(slot, other, 1), Claim::Mismatch);
-        store.complete(slot, fp, &json!({"id": 1}), 10).unwrap();
+        store.complete_now(slot, fp, &json!({"id": 1}), 10);
         assert_eq!(store.claim_ok(slot, fp, 20), Claim::Replay(json!({"id": 1})));
         assert_eq!(store.claim_ok(slot, other, 20), Claim::Mismatch);
         let day = 24 * 3600 * 1000;
         assert_eq!(store.claim_ok(slot, fp, 10 + day - 60_000), Claim::Replay(json!({"id": 1})));
         assert_eq!(store.claim_ok(slot, fp, 10 + day + 60_000), Claim::Fresh);
-        store.release(slot).unwrap();
+        // Only the claim's owner releases it: a stale release for another call changes nothing.
+        store.release_now(slot, OWNER + 1);
+        assert_eq!(store.claim_ok(slot, other, 10 + day + 60_000), Claim::Mismatch);
+        store.release_now(slot, OWNER);
         assert_eq!(store.claim_ok(slot, other, 10 + day + 60_000), Claim::Fresh);
     }
 

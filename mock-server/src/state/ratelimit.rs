@@ -6,7 +6,7 @@
 use std::sync::Mutex;
 
 use crate::state::expiry::Swept;
-use crate::state::idempotency::StoreError;
+use crate::state::idempotency::{StoreFuture, ready};
 
 /// Who is limited: one window per pair and tool.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -21,8 +21,8 @@ pub type Verdict = Result<(), u64>;
 
 pub trait RateLimiter: Send + Sync + std::fmt::Debug {
     /// Count one call against `limit` per window.
-    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<Verdict, StoreError>;
-    fn clear(&self) -> Result<(), StoreError>;
+    fn hit<'a>(&'a self, key: &'a RateKey, limit: u32, now_ms: i64) -> StoreFuture<'a, Verdict>;
+    fn clear(&self) -> StoreFuture<'_, ()>;
 }
 
 pub(crate) const WINDOW_MS: i64 = 60_000;
@@ -36,13 +36,13 @@ pub struct MemoryLimiter {
 }
 
 impl RateLimiter for MemoryLimiter {
-    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<Verdict, StoreError> {
-        Ok(self.hit_now(key, limit, now_ms))
+    fn hit<'a>(&'a self, key: &'a RateKey, limit: u32, now_ms: i64) -> StoreFuture<'a, Verdict> {
+        ready(Ok(self.hit_now(key, limit, now_ms)))
     }
 
-    fn clear(&self) -> Result<(), StoreError> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         self.windows.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        Ok(())
+        ready(Ok(()))
     }
 }
 
@@ -79,13 +79,13 @@ pub struct TokenBucketLimiter {
 }
 
 impl RateLimiter for TokenBucketLimiter {
-    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<Verdict, StoreError> {
-        Ok(self.hit_now(key, limit, now_ms))
+    fn hit<'a>(&'a self, key: &'a RateKey, limit: u32, now_ms: i64) -> StoreFuture<'a, Verdict> {
+        ready(Ok(self.hit_now(key, limit, now_ms)))
     }
 
-    fn clear(&self) -> Result<(), StoreError> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         self.buckets.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        Ok(())
+        ready(Ok(()))
     }
 }
 
@@ -117,13 +117,13 @@ pub struct SlidingLogLimiter {
 }
 
 impl RateLimiter for SlidingLogLimiter {
-    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<Verdict, StoreError> {
-        Ok(self.hit_now(key, limit, now_ms))
+    fn hit<'a>(&'a self, key: &'a RateKey, limit: u32, now_ms: i64) -> StoreFuture<'a, Verdict> {
+        ready(Ok(self.hit_now(key, limit, now_ms)))
     }
 
-    fn clear(&self) -> Result<(), StoreError> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         self.logs.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        Ok(())
+        ready(Ok(()))
     }
 }
 
@@ -147,6 +147,8 @@ impl SlidingLogLimiter {
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
+
     use super::*;
 
     #[test]
@@ -276,8 +278,8 @@ mod tests {
             assert_eq!(logs.logs.lock().unwrap().map.len(), 1);
             assert_eq!(calendar.windows.lock().unwrap().map.len(), 1);
             // Reset forgets everything.
-            buckets.clear().unwrap();
-            logs.clear().unwrap();
+            buckets.clear().now_or_never().expect("ready").unwrap();
+            logs.clear().now_or_never().expect("ready").unwrap();
             assert_eq!(buckets.buckets.lock().unwrap().map.len(), 0);
             assert_eq!(logs.logs.lock().unwrap().map.len(), 0);
         }

@@ -1,28 +1,64 @@
-//! Shared state on Redis (`--redis URL`): the idempotency store and the rate limiter, so several
-//! replicas behind one address behave as one server. Same semantics as in memory: each operation
-//! is one Lua script (atomic), keys are HMAC slots or hashes — never a raw idempotency key — and
-//! retention and windows follow the server's clock, passed in, not Redis's.
+//! Shared state on Redis (`--redis URL`): the idempotency store and the rate limiter, shared by
+//! replicas (the dataset store is not: README, "Redis"). Same semantics as in memory: each
+//! operation is one Lua script (atomic), keys are HMAC slots or hashes — never a raw idempotency
+//! key — and retention and windows follow the server's clock, passed in, not Redis's.
+//!
+//! Redis never holds the server up: one multiplexed async connection (`ConnectionManager`, which
+//! reconnects on its own), every call bounded by [`TIMEOUT`], and once a call has failed Redis is
+//! left alone for [`COOLDOWN`] (calls fail at once) but for one probe at a time. A Redis that lost
+//! its data is noticed through the marker `<namespace>:epoch` (see `CLAIM`; docs/DECISIONS.md).
 
+use std::future::Future;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use redis::Script;
+use anyhow::Context;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{IntoConnectionInfo, RedisResult, Script};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::state::idempotency::{
-    Claim, Fingerprint, IN_PROGRESS_RETRY_MS, IdempotencyStore, Slot, StoreError,
+    Claim, Fingerprint, IN_PROGRESS_RETRY_MS, IdempotencyStore, Owner, Slot, StoreError, StoreFuture, pending,
 };
 use crate::state::ratelimit::{RateKey, RateLimiter, Verdict, WINDOW_MS};
 
 /// How long a running claim survives a replica that died mid-call.
-const RUNNING_TTL_MS: i64 = 10 * 60 * 1000;
+pub(crate) const RUNNING_TTL: Duration = Duration::from_secs(10 * 60);
 /// Redis-side expiry of stored results: the retention plus slack for a clock moved forward.
 const DONE_TTL_MS: i64 = 25 * 3600 * 1000;
-/// A store that does not answer within this is down (never a hang).
-const TIMEOUT: Duration = Duration::from_millis(500);
+const RETENTION_MS: i64 = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
+/// A store that does not answer within this is down, for this call (never a hang).
+pub const TIMEOUT: Duration = Duration::from_millis(500);
+/// After a call failed, Redis is asked again only this much later, by one call at a time.
+pub const COOLDOWN: Duration = Duration::from_secs(1);
+/// Redis must answer at start within this, or the server does not start.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bytes unacknowledged this long (a host gone, a cut network) break the connection so it is
+/// rebuilt. A paused Redis process is still acknowledged by its kernel: the connection stays,
+/// and what was sent on it runs in order when Redis resumes (a release after its claim).
+#[cfg(target_os = "linux")]
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// KEYS: the key's record, the epoch marker. ARGV: fingerprint, now, retention, running TTL,
+/// owner, the epoch this replica knows, a new epoch id, the end of a refusal starting now.
 const CLAIM: &str = r"
+local epoch = redis.call('HGET', KEYS[2], 'id')
+if epoch ~= ARGV[6] then
+  if not epoch then
+    -- The marker is gone, and with it every record stored beside it: a new epoch begins.
+    epoch = ARGV[7]
+    redis.call('HSET', KEYS[2], 'id', epoch)
+  end
+  -- The epoch this replica knew vanished. Keyed writes are refused from now until the lost
+  -- records would have expired, unless a refusal is already set (or was lifted: 0).
+  redis.call('HSETNX', KEYS[2], 'until', ARGV[8])
+  return {'lost', epoch}
+end
+if tonumber(ARGV[2]) < tonumber(redis.call('HGET', KEYS[2], 'until') or '0') then
+  return {'refused', ''}
+end
 local e = redis.call('HMGET', KEYS[1], 's', 'f', 'at', 'd')
 if e[1] == 'done' and (tonumber(ARGV[2]) - tonumber(e[3])) < tonumber(ARGV[3]) then
   if e[2] == ARGV[1] then return {'replay', e[4]} end
@@ -32,7 +68,7 @@ elseif e[1] == 'running' then
   return {'mismatch', ''}
 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 's', 'running', 'f', ARGV[1])
+redis.call('HSET', KEYS[1], 's', 'running', 'f', ARGV[1], 'o', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {'fresh', ''}
 ";
@@ -44,8 +80,11 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 ";
 
+/// Only the owner's running claim: a release may arrive for a claim Redis never made, or after
+/// another call claimed the key.
 const RELEASE: &str = r"
-if redis.call('HGET', KEYS[1], 's') == 'running' then redis.call('DEL', KEYS[1]) end
+local e = redis.call('HMGET', KEYS[1], 's', 'o')
+if e[1] == 'running' and e[2] == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 ";
 
@@ -60,12 +99,15 @@ redis.call('PEXPIRE', KEYS[1], window * 2)
 return -1
 ";
 
-/// One connection, reopened after any failure.
 pub struct Redis {
-    client: redis::Client,
-    conn: Mutex<Option<redis::Connection>>,
+    /// One multiplexed connection: concurrent calls are pipelined on it, none waits for another.
+    conn: ConnectionManager,
     /// Prefix of every key: replicas of one deployment share it, separate servers do not.
     namespace: String,
+    epoch_key: String,
+    /// The epoch marker's id this replica knows: another one in Redis means Redis lost its data.
+    epoch: Mutex<String>,
+    health: Health,
     claim: Script,
     complete: Script,
     release: Script,
@@ -82,12 +124,53 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+fn new_epoch() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
 impl Redis {
-    pub fn new(url: &str, namespace: &str) -> anyhow::Result<Redis> {
+    /// Connects and reads (or sets) the epoch marker. A Redis that does not answer within 5 s is
+    /// a startup error: a replica that cannot keep the idempotency promise should not serve.
+    pub async fn connect(url: &str, namespace: &str) -> anyhow::Result<Redis> {
+        let info = url.into_connection_info().context("--redis is not a Redis URL")?;
+        // The address only: the URL may hold a password.
+        let addr = info.addr().to_string();
+        let tcp = redis::io::tcp::TcpSettings::default().set_nodelay(true);
+        #[cfg(target_os = "linux")]
+        let tcp = tcp.set_user_timeout(TCP_USER_TIMEOUT);
+        let client = redis::Client::open(info.set_tcp_settings(tcp)).context("--redis is not a Redis URL")?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(TIMEOUT))
+            // Each call has its own timeout (`ask`), which also bounds a wait for a reconnection.
+            .set_response_timeout(None)
+            .set_number_of_retries(1)
+            .set_max_delay(COOLDOWN);
+        let epoch_key = format!("{namespace}:epoch");
+        let start = async {
+            let mut conn = ConnectionManager::new_with_config(client, config).await?;
+            redis::cmd("HSETNX").arg(&epoch_key).arg("id").arg(new_epoch()).exec_async(&mut conn).await?;
+            let epoch: String = redis::cmd("HGET").arg(&epoch_key).arg("id").query_async(&mut conn).await?;
+            let persistent = persistent(&mut conn).await;
+            Ok::<_, redis::RedisError>((conn, epoch, persistent))
+        };
+        let (conn, epoch, persistent) = tokio::time::timeout(STARTUP_TIMEOUT, start)
+            .await
+            .map_err(|_| anyhow::anyhow!("Redis at {addr} (--redis) did not answer within 5 s"))?
+            .map_err(|e| anyhow::anyhow!("Redis at {addr} (--redis) cannot be used: {e}"))?;
+        match persistent {
+            Some(true) => {}
+            Some(false) => tracing::warn!(
+                "Redis at {addr} has no persistence (save \"\", appendonly no): if it restarts, the \
+                 idempotency records are lost and keyed writes are refused for 24 h (README, Redis)"
+            ),
+            None => tracing::info!("Redis at {addr} does not tell its persistence (CONFIG GET refused)"),
+        }
         Ok(Redis {
-            client: redis::Client::open(url)?,
-            conn: Mutex::new(None),
+            conn,
             namespace: namespace.to_owned(),
+            epoch_key,
+            epoch: Mutex::new(epoch),
+            health: Health::new(),
             claim: Script::new(CLAIM),
             complete: Script::new(COMPLETE),
             release: Script::new(RELEASE),
@@ -95,25 +178,23 @@ impl Redis {
         })
     }
 
-    /// Runs `f` on the connection; a failure drops it so the next call reconnects.
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
-    ) -> Result<T, StoreError> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.is_none() {
-            let conn = self.client.get_connection_with_timeout(TIMEOUT).map_err(|_| StoreError)?;
-            conn.set_read_timeout(Some(TIMEOUT)).map_err(|_| StoreError)?;
-            conn.set_write_timeout(Some(TIMEOUT)).map_err(|_| StoreError)?;
-            *guard = Some(conn);
+    /// Runs one exchange with Redis, within [`TIMEOUT`]; fails at once while Redis is left alone.
+    /// Dropping a request that timed out does not cancel it: it still runs in Redis, in order.
+    async fn ask<T>(&self, exchange: impl Future<Output = RedisResult<T>>) -> Result<T, StoreError> {
+        if !self.health.admit() {
+            return Err(StoreError);
         }
-        let conn = guard.as_mut().ok_or(StoreError)?;
-        f(conn).map_err(|e| {
-            // The cause may name the server's address: it stays out of logs and answers.
-            let _ = e;
-            *guard = None;
-            StoreError
-        })
+        match tokio::time::timeout(TIMEOUT, exchange).await {
+            Ok(Ok(value)) => {
+                self.health.answered();
+                Ok(value)
+            }
+            // The cause may name the server's address: it stays out of answers.
+            Ok(Err(_)) | Err(_) => {
+                self.health.failed();
+                Err(StoreError)
+            }
+        }
     }
 
     fn idem_key(&self, slot: &Slot) -> String {
@@ -129,76 +210,207 @@ impl Redis {
         format!("{}:rate:{}", self.namespace, hex(&h.finalize()[..16]))
     }
 
-    /// Deletes every key of this namespace (control API reset).
-    fn delete_namespace(&self) -> Result<(), StoreError> {
-        let pattern = format!("{}:*", self.namespace);
-        self.with(|conn| {
-            let keys: Vec<String> = redis::cmd("KEYS").arg(&pattern).query(conn)?;
-            if !keys.is_empty() {
-                redis::cmd("DEL").arg(keys).query::<()>(conn)?;
-            }
-            Ok(())
-        })
-    }
-}
-
-impl IdempotencyStore for Redis {
-    fn claim(&self, slot: Slot, fingerprint: Fingerprint, now_ms: i64) -> Result<Claim, StoreError> {
-        let retention = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;
-        let (verdict, data): (String, String) = self.with(|conn| {
-            self.claim
-                .key(self.idem_key(&slot))
-                .arg(hex(&fingerprint))
-                .arg(now_ms)
-                .arg(retention)
-                .arg(RUNNING_TTL_MS)
-                .invoke(conn)
-        })?;
-        Ok(match verdict.as_str() {
-            "fresh" => Claim::Fresh,
-            "replay" => Claim::Replay(serde_json::from_str(&data).map_err(|_| StoreError)?),
-            "progress" => Claim::InProgress { retry_after_ms: IN_PROGRESS_RETRY_MS },
-            _ => Claim::Mismatch,
-        })
+    fn known_epoch(&self) -> String {
+        self.epoch.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn complete(
+    async fn claim_now(
         &self,
         slot: Slot,
         fingerprint: Fingerprint,
-        data: &Value,
+        owner: Owner,
         now_ms: i64,
-    ) -> Result<(), StoreError> {
-        self.with(|conn| {
-            self.complete
-                .key(self.idem_key(&slot))
-                .arg(hex(&fingerprint))
-                .arg(now_ms)
-                .arg(data.to_string())
-                .arg(DONE_TTL_MS)
-                .invoke::<i64>(conn)
+    ) -> Result<Claim, StoreError> {
+        let mut invocation = self.claim.key(self.idem_key(&slot));
+        invocation
+            .key(&self.epoch_key)
+            .arg(hex(&fingerprint))
+            .arg(now_ms)
+            .arg(RETENTION_MS)
+            .arg(RUNNING_TTL.as_millis() as i64)
+            .arg(owner)
+            .arg(self.known_epoch())
+            .arg(new_epoch())
+            .arg(now_ms + RETENTION_MS);
+        let mut conn = self.conn.clone();
+        let (verdict, data): (String, String) = self.ask(invocation.invoke_async(&mut conn)).await?;
+        match verdict.as_str() {
+            "fresh" => Ok(Claim::Fresh),
+            "replay" => serde_json::from_str(&data).map(Claim::Replay).map_err(|_| StoreError),
+            "progress" => Ok(Claim::InProgress { retry_after_ms: IN_PROGRESS_RETRY_MS }),
+            "mismatch" => Ok(Claim::Mismatch),
+            "lost" => {
+                self.lost(data);
+                Err(StoreError)
+            }
+            // "refused": within the refusal that follows a loss.
+            _ => Err(StoreError),
+        }
+    }
+
+    /// Redis no longer holds the epoch this replica knew: it lost its data.
+    fn lost(&self, epoch: String) {
+        let mut known = self.epoch.lock().unwrap_or_else(|e| e.into_inner());
+        if *known != epoch {
+            *known = epoch;
+            tracing::warn!(
+                "Redis lost its data (the epoch marker {}:epoch was gone or replaced): keyed writes \
+                 are refused for 24 h of server clock, or until an operator lifts it (README, Redis)",
+                self.namespace
+            );
+        }
+    }
+
+    /// Deletes this namespace's keys of one kind (control API reset).
+    async fn delete(&self, kind: &str) -> Result<(), StoreError> {
+        let pattern = format!("{}:{kind}:*", self.namespace);
+        let mut conn = self.conn.clone();
+        self.ask(async move {
+            let keys: Vec<String> = redis::cmd("KEYS").arg(&pattern).query_async(&mut conn).await?;
+            if !keys.is_empty() {
+                redis::cmd("DEL").arg(keys).exec_async(&mut conn).await?;
+            }
+            Ok(())
         })
-        .map(drop)
+        .await
+    }
+}
+
+/// Whether Redis writes its data to disk (RDB snapshots or AOF); `None` when it will not say
+/// (managed services often refuse CONFIG).
+async fn persistent(conn: &mut ConnectionManager) -> Option<bool> {
+    let save: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("save").query_async(conn).await.ok()?;
+    let aof: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("appendonly").query_async(conn).await.ok()?;
+    Some(!save.get(1)?.trim().is_empty() || aof.get(1)? == "yes")
+}
+
+impl IdempotencyStore for Redis {
+    fn claim(
+        &self,
+        slot: Slot,
+        fingerprint: Fingerprint,
+        owner: Owner,
+        now_ms: i64,
+    ) -> StoreFuture<'_, Claim> {
+        pending(self.claim_now(slot, fingerprint, owner, now_ms))
     }
 
-    fn release(&self, slot: Slot) -> Result<(), StoreError> {
-        self.with(|conn| self.release.key(self.idem_key(&slot)).invoke::<i64>(conn)).map(drop)
+    fn complete<'a>(
+        &'a self,
+        slot: Slot,
+        fingerprint: Fingerprint,
+        data: &'a Value,
+        now_ms: i64,
+    ) -> StoreFuture<'a, ()> {
+        pending(async move {
+            let mut invocation = self.complete.key(self.idem_key(&slot));
+            invocation.arg(hex(&fingerprint)).arg(now_ms).arg(data.to_string()).arg(DONE_TTL_MS);
+            let mut conn = self.conn.clone();
+            self.ask(invocation.invoke_async::<i64>(&mut conn)).await.map(drop)
+        })
     }
 
-    fn clear(&self) -> Result<(), StoreError> {
-        self.delete_namespace()
+    fn release(&self, slot: Slot, owner: Owner) -> StoreFuture<'_, ()> {
+        pending(async move {
+            let mut invocation = self.release.key(self.idem_key(&slot));
+            invocation.arg(owner);
+            let mut conn = self.conn.clone();
+            self.ask(invocation.invoke_async::<i64>(&mut conn)).await.map(drop)
+        })
+    }
+
+    /// Forgets every record and lifts a refusal after a loss: a reset forgets on purpose.
+    fn clear(&self) -> StoreFuture<'_, ()> {
+        pending(async move {
+            self.delete("idem").await?;
+            let mut conn = self.conn.clone();
+            self.ask(redis::cmd("HSET").arg(&self.epoch_key).arg("until").arg(0).exec_async(&mut conn)).await
+        })
     }
 }
 
 impl RateLimiter for Redis {
-    fn hit(&self, key: &RateKey, limit: u32, now_ms: i64) -> Result<Verdict, StoreError> {
-        let retry: i64 = self.with(|conn| {
-            self.hit.key(self.rate_key(key)).arg(now_ms).arg(limit).arg(WINDOW_MS).invoke(conn)
-        })?;
-        Ok(if retry < 0 { Ok(()) } else { Err(retry.max(1) as u64) })
+    fn hit<'a>(&'a self, key: &'a RateKey, limit: u32, now_ms: i64) -> StoreFuture<'a, Verdict> {
+        pending(async move {
+            let mut invocation = self.hit.key(self.rate_key(key));
+            invocation.arg(now_ms).arg(limit).arg(WINDOW_MS);
+            let mut conn = self.conn.clone();
+            let retry: i64 = self.ask(invocation.invoke_async(&mut conn)).await?;
+            Ok(if retry < 0 { Ok(()) } else { Err(retry.max(1) as u64) })
+        })
     }
 
-    fn clear(&self) -> Result<(), StoreError> {
-        self.delete_namespace()
+    fn clear(&self) -> StoreFuture<'_, ()> {
+        pending(self.delete("rate"))
+    }
+}
+
+/// Whether Redis is worth asking: a circuit breaker on one atomic. Up, every call asks; after a
+/// failure, calls fail at once for [`COOLDOWN`]; then one call probes, and its answer decides.
+#[derive(Debug)]
+struct Health {
+    origin: Instant,
+    /// 0 while up; else the instant (ms after `origin`, from 1) before which nobody asks.
+    down_until: AtomicU64,
+}
+
+impl Health {
+    fn new() -> Health {
+        Health { origin: Instant::now(), down_until: AtomicU64::new(0) }
+    }
+
+    fn now(&self) -> u64 {
+        self.origin.elapsed().as_millis() as u64 + 1
+    }
+
+    fn admit(&self) -> bool {
+        let until = self.down_until.load(Ordering::Acquire);
+        if until == 0 {
+            return true;
+        }
+        let now = self.now();
+        // The caller that moves the mark probes; the others keep failing fast meanwhile.
+        let probe_ends = now + (TIMEOUT + COOLDOWN).as_millis() as u64;
+        now >= until
+            && self
+                .down_until
+                .compare_exchange(until, probe_ends, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+    }
+
+    fn answered(&self) {
+        if self.down_until.swap(0, Ordering::AcqRel) != 0 {
+            tracing::info!("Redis answers again");
+        }
+    }
+
+    fn failed(&self) {
+        let until = self.now() + COOLDOWN.as_millis() as u64;
+        if self.down_until.swap(until, Ordering::AcqRel) == 0 {
+            tracing::warn!(
+                timeout_ms = TIMEOUT.as_millis() as u64,
+                "Redis did not answer: keyed writes refused (MCP_DEPENDENCY_UNAVAILABLE) and rate \
+                 checks skipped; Redis is asked again in 1 s"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_a_failure_calls_fail_fast_then_one_probe_at_a_time() {
+        let health = Health::new();
+        assert!(health.admit() && health.admit(), "up: everyone asks");
+        health.failed();
+        assert!(!health.admit(), "within the cooldown nobody asks");
+        // Past the cooldown: the first caller probes, the next one does not.
+        health.down_until.store(1, Ordering::Release);
+        assert!(health.admit());
+        assert!(!health.admit(), "one probe at a time");
+        health.answered();
+        assert!(health.admit() && health.admit(), "the probe was answered: up again");
     }
 }
