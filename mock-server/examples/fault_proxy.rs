@@ -638,6 +638,9 @@ struct Keyed {
     server_ms: Option<u64>,
 }
 
+/// (auth, tool, idempotency key): where a keyed call's result is remembered.
+type Slot = (String, String, String);
+
 #[derive(Default)]
 struct Memory {
     /// child → restaurant, restaurant → organization, learnt from answers
@@ -646,9 +649,10 @@ struct Memory {
     org_creator: HashMap<String, String>,
     cursors: HashMap<String, Issued>,
     fake_cursors: HashSet<String>,
-    prefetched: HashMap<(String, String, String), Value>,
-    keyed: HashMap<(String, String, String), Keyed>,
-    refused: HashMap<(String, String, String), (Map<String, Value>, Value)>,
+    prefetched: HashMap<Slot, Value>,
+    keyed: HashMap<Slot, Keyed>,
+    /// refused keyed calls: their arguments and the refusal
+    refused: HashMap<Slot, (Map<String, Value>, Value)>,
     key_tool: HashMap<(String, String), String>,
     key_user: HashMap<(String, String, String), String>,
     windows: HashMap<(String, String), (Instant, u32)>,
@@ -1036,7 +1040,7 @@ impl Proxy {
                 }
             }
             Pag6FiltersUnbound | Pag6ClientUnbound | Pag6LimitChangeRefused => {
-                let Some(c) = call.arg_str("cursor") else { return None };
+                let c = call.arg_str("cursor")?;
                 let (filters, limit, auth) = {
                     let m = lock(&self.memory);
                     let issued = m.cursors.get(&c).filter(|i| i.tool == t)?;
@@ -1893,10 +1897,10 @@ impl Proxy {
             {
                 let reads = matches!(t, "get_order" | "get_conversation" | "get_transcript");
                 let writes = matches!(t, "update_order_status" | "send_message");
-                if (self.fault == Auth5WriteLookup && writes) || (self.fault != Auth5WriteLookup && reads) {
-                    if let Some(found) = self.lookup_elsewhere(call).await {
-                        *a = found;
-                    }
+                if ((self.fault == Auth5WriteLookup && writes) || (self.fault != Auth5WriteLookup && reads))
+                    && let Some(found) = self.lookup_elsewhere(call).await
+                {
+                    *a = found;
                 }
             }
             Auth5AbsentForbidden if code == Some(ErrorCode::ResourceNotFound) => {
