@@ -7,7 +7,8 @@
 # Usage: bench/outside-faults.sh [FAULT...]
 #   env: JOBS=3 (lanes side by side; ports PORT, PORT+2, …), PORT=18400, OUT=target/outside-faults,
 #        NO_BUILD=1, SUITE=… MOCK=… PROXY=…
-# Writes $OUT/results.tsv (fault clause level caught right failed) and $OUT/table.md.
+# Writes $OUT/results.tsv (fault, clause, level, caught, right clause, clauses failed, exit, ms)
+# and $OUT/table.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-3} PORT=${PORT:-18400} OUT=${OUT:-target/outside-faults}
