@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Outside faults: the suite against a healthy reference server behind mock-server's fault_proxy
+# example, once per fault of its catalogue (`fault_proxy --list`), each breaking one clause the way
+# a real server could. Records whether the run failed, whether the fault's own clause failed (the
+# seed verdict, or the full verdict for faults of ext clauses and reference choices) and which
+# clauses failed. The healthy proxy (fault `none`) runs first and must be certified.
+# Usage: bench/outside-faults.sh [FAULT...]
+#   env: JOBS=3 (lanes side by side; ports PORT, PORT+2, …), PORT=18400, OUT=target/outside-faults,
+#        NO_BUILD=1, SUITE=… MOCK=… PROXY=…
+# Writes $OUT/results.tsv (fault, clause, level, caught, right clause, clauses failed, exit, ms)
+# and $OUT/table.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-3} PORT=${PORT:-18400} OUT=${OUT:-target/outside-faults}
+SUITE=${SUITE:-target/debug/chataigne-conformance}
+MOCK=${MOCK:-target/debug/chataigne-mock}
+PROXY=${PROXY:-target/debug/examples/fault_proxy}
+[[ ${NO_BUILD:-} == 1 ]] || cargo build -q -p mock-server --bins --example fault_proxy -p chataigne-conformance
+rm -rf "$OUT" && mkdir -p "$OUT"
+"$PROXY" --list 2>/dev/null > "$OUT/catalogue.tsv"
+if [[ $# -gt 0 ]]; then
+  want=$(printf '%s\n' "$@")
+  awk -F'\t' -v w="$want" 'BEGIN { n = split(w, a, "\n"); for (i = 1; i <= n; i++) k[a[i]] = 1 } $1 in k' \
+    "$OUT/catalogue.tsv" > "$OUT/selected.tsv"
+else
+  grep -v '^none' "$OUT/catalogue.tsv" > "$OUT/selected.tsv"
+fi
+
+# One fault: a fresh server on $1, the proxy on $1+1, the suite through the proxy (the control
+# API directly, as a staging server's would be reached), then the verdict from the JSON report.
+run_one() {
+  local port=$1 name=$2 clause=$3 level=$4 dir="$OUT/$2"
+  local pport=$((port + 1))
+  mkdir -p "$dir"
+  "$MOCK" --listen "127.0.0.1:$port" --public-url "http://127.0.0.1:$pport" --control-api \
+    --control-secret bench-secret --log-format json --log-file "$dir/server.log" 2>"$dir/server.err" &
+  local mock=$!
+  FAULT_CONTROL_SECRET=bench-secret "$PROXY" "127.0.0.1:$pport" "127.0.0.1:$port" "$name" 2>"$dir/proxy.err" &
+  local proxy=$!
+  for _ in $(seq 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$pport/.well-known/oauth-protected-resource" && break
+    sleep 0.05
+  done
+  sed -e "s#127.0.0.1:18080/mcp#127.0.0.1:$pport/mcp#" -e "s/18080/$port/g" \
+    -e "s#reports/reference-server.log#$dir/server.log#" -e 's/ci-control-secret/bench-secret/' \
+    ci/profile.reference.toml > "$dir/profile.toml"
+  local t0 code
+  t0=$(date +%s%N)
+  set +e
+  "$SUITE" --profile "$dir/profile.toml" --level full --report-json "$dir/report.json" > "$dir/out.txt" 2>&1
+  code=$?
+  set -e
+  kill "$mock" "$proxy" 2>/dev/null || true
+  wait "$mock" "$proxy" 2>/dev/null || true
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  # The fault's level decides which verdict counts: seed clauses' `status`, or `full_status`.
+  jq -r --arg f "$name" --arg c "$clause" --arg l "$level" --arg code "$code" --arg ms "$ms" '
+    def failed: [.clauses[] | select((if $l == "seed" then .status else .full_status end) == "failed"
+                 and ($l == "full" or .level == "seed")) | .id];
+    (failed) as $failed
+    | [$f, $c, $l, (if ($failed | length) > 0 then "yes" else "no" end),
+       (if ($failed | index($c)) != null then "yes" else "no" end),
+       ($failed | join(",")), $code, $ms] | @tsv' "$dir/report.json" 2>/dev/null \
+    || printf '%s\t%s\t%s\tno\tno\t(no report, exit %s)\t%s\t%s\n' "$name" "$clause" "$level" "$code" "$code" "$ms"
+}
+
+started=$(date +%s)
+echo "healthy proxy (fault none) first: it must be certified"
+healthy=$(run_one "$PORT" none - full)
+if [[ $(cut -f4 <<<"$healthy") != no ]]; then
+  echo "the healthy proxy is not certified: $(cut -f6 <<<"$healthy") — see $OUT/none/out.txt" >&2
+  exit 1
+fi
+echo "  certified at the full level ($(cut -f8 <<<"$healthy") ms)"
+
+# JOBS lanes side by side, each running its share of the faults in turn on its own pair of ports
+# (a fault that waits out a rate window holds up only its lane); results in catalogue order.
+for lane in $(seq 0 $((JOBS - 1))); do
+  awk -v n="$JOBS" -v l="$lane" '(NR - 1) % n == l' "$OUT/selected.tsv" | \
+    while IFS=$'\t' read -r name clause level _; do
+      run_one $((PORT + 2 + 2 * lane)) "$name" "$clause" "$level" > "$OUT/$name.tsv" < /dev/null
+    done &
+done
+wait
+: > "$OUT/results.tsv"
+while IFS=$'\t' read -r name _; do cat "$OUT/$name.tsv" >> "$OUT/results.tsv"; done < "$OUT/selected.tsv"
+
+total=$(wc -l < "$OUT/results.tsv")
+caught=$(awk -F'\t' '$4 == "yes"' "$OUT/results.tsv" | wc -l)
+right=$(awk -F'\t' '$5 == "yes"' "$OUT/results.tsv" | wc -l)
+{
+  echo "| fault | clause | level | caught | right clause | clauses failed |"
+  echo "|---|---|---|---|---|---|"
+  awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3,
+    ($4 == "yes" ? "✅" : "❌"), ($5 == "yes" ? "✅" : "❌"), $6 }' "$OUT/results.tsv"
+  echo
+  echo "Caught with the right clause: $right/$total; caught at all: $caught/$total."
+} > "$OUT/table.md"
+cat "$OUT/table.md"
+echo "($(( $(date +%s) - started )) s; reports in $OUT/<fault>/)"
