@@ -160,6 +160,13 @@ Feature: Authentication and authorization
     Then the call succeeds
     And every result belongs to the busy restaurant
 
+  @AUTH-8
+  Scenario: A role too low is refused before the state is compared
+    Given the persona "viewer"
+    When they ask to move an order of the busy restaurant in status "received" to "accepted", saying they saw it "preparing"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the order is still "received"
+
   @AUTH-6
   Scenario: A viewer cannot move an order
     Given the persona "viewer"

@@ -129,10 +129,15 @@ Feature: Idempotency
     And the answer is not a replay
 
   @IDEM-6 @needs-control-clock
-  Scenario: After 24 hours the key is forgotten
+  Scenario: A key is remembered for 24 hours, then forgotten
     Given a fresh server state
     When they create the instruction "Tomorrow CANARY" in the busy restaurant with the key "idem6-CANARY"
-    And 24 hours and 1 second pass on the server's clock
+    And 23 hours and 3540 seconds pass on the server's clock
+    And they create the instruction "Tomorrow CANARY" in the busy restaurant with the key "idem6-CANARY"
+    Then the call succeeds
+    And the answer is a replay
+    And the busy restaurant has exactly 1 instruction "Tomorrow CANARY"
+    When 0 hours and 61 seconds pass on the server's clock
     And they create the instruction "Tomorrow CANARY" in the busy restaurant with the key "idem6-CANARY"
     Then the call succeeds
     And the answer is not a replay
@@ -167,6 +172,18 @@ Feature: Idempotency
     When the membership of "staff" in the home organization is revoked
     And they send the message "Hello again CANARY" in the long conversation with the key "idem7r-CANARY"
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  @IDEM-7 @needs-control-memberships
+  Scenario: A refused call is not stored: the same call with the same key runs once access is back
+    Given a fresh server state
+    And the persona "staff"
+    When the membership of "staff" in the home organization is revoked
+    And they send the message "Back again CANARY" in the long conversation with the key "idem7b-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    When the membership of "staff" in the home organization is restored
+    And they send the message "Back again CANARY" in the long conversation with the key "idem7b-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
 
   @IDEM-8 @needs-server-log
   Scenario: Idempotency keys never reach the log

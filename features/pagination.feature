@@ -107,7 +107,7 @@ Feature: Pagination
     When they walk all the orders of the busy restaurant with limit 9 and channel "phone"
     Then the walk yields every order of the busy restaurant with channel "phone" exactly once, newest first
 
-  @PAG-8
+  @PAG-8 @ext-message-page-default
   Scenario: Conversation detail returns 50 messages by default, older ones through the cursor
     When they get the long conversation
     Then the call succeeds

@@ -86,10 +86,19 @@ Feature: Transport and protocol
     Then every structured output seen validates against the tool's published outputSchema
 
   @PROTO-5 @needs-http
-  Scenario: A request from a foreign web origin is refused (DNS-rebinding protection)
+  Scenario Outline: A request from a foreign web origin is refused (DNS-rebinding protection): <origin>
+    # Look-alikes of the local origins catch an Origin check by prefix; "null" is a sandboxed
+    # frame's or a file's origin.
     Given the persona "owner"
-    When they initialize with the header "Origin" set to "https://attacker.example"
+    When they initialize with the header "Origin" set to "<origin>"
     Then the HTTP status is 403
+
+    Examples:
+      | origin                             |
+      | https://attacker.example           |
+      | http://localhost.attacker.example  |
+      | http://127.0.0.1.attacker.example  |
+      | null                               |
 
   @PROTO-5 @needs-http
   Scenario: A foreign web origin is refused even when the Host is foreign too

@@ -62,6 +62,12 @@ impl Control {
         self.send(reqwest::Method::POST, "/memberships/revoke", Some(body)).await.map(drop)
     }
 
+    /// Gives a revoked membership back (IDs are the server's).
+    pub async fn restore_membership(&self, user_id: &str, organization_id: &str) -> anyhow::Result<()> {
+        let body = json!({ "user_id": user_id, "organization_id": organization_id });
+        self.send(reqwest::Method::POST, "/memberships/restore", Some(body)).await.map(drop)
+    }
+
     /// A new order arrives now in the restaurant (server ID); the answer is the order.
     pub async fn new_order(&self, restaurant_id: &str) -> anyhow::Result<Value> {
         self.send(reqwest::Method::POST, "/orders", Some(json!({ "restaurant_id": restaurant_id }))).await

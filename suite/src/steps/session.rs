@@ -19,8 +19,15 @@ async fn fresh_state(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[when(regex = r#"^the membership of "([^"]+)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") is revoked$"#)]
-async fn revoke(w: &mut ConformanceWorld, persona: String, organization: String) -> anyhow::Result<()> {
+#[when(
+    regex = r#"^the membership of "([^"]+)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") is (revoked|restored)$"#
+)]
+async fn membership(
+    w: &mut ConformanceWorld,
+    persona: String,
+    organization: String,
+    change: String,
+) -> anyhow::Result<()> {
     let org = w.landmark(&organization)?;
     let user = w
         .dataset()
@@ -29,10 +36,13 @@ async fn revoke(w: &mut ConformanceWorld, persona: String, organization: String)
         .ok_or_else(|| anyhow!("unknown persona \"{persona}\""))?;
     let (user, org) = (w.ctx().id_map.to_server(&user), w.ctx().id_map.to_server(&org));
     w.dirty = true;
-    w.control()?
-        .revoke_membership(&user, &org)
-        .await
-        .with_context(|| format!("revoking {persona}'s membership through the control API"))
+    let control = w.control()?;
+    let done = if change == "revoked" {
+        control.revoke_membership(&user, &org).await
+    } else {
+        control.restore_membership(&user, &org).await
+    };
+    done.with_context(|| format!("the membership of {persona} could not be {change} through the control API"))
 }
 
 /// Fault injection: every following call of `tool` fails with `error` (`internal`,
