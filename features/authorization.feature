@@ -138,6 +138,13 @@ Feature: Authentication and authorization
       | staff   | the sibling transcript   |
 
   @AUTH-5
+  Scenario: An order of a sibling restaurant cannot be moved through an authorized restaurant
+    Given the persona "owner"
+    When they ask the busy restaurant to move an order of the small restaurant from "received" to "accepted"
+    Then the call fails with "MCP_RESOURCE_NOT_FOUND"
+    And the order is still "received"
+
+  @AUTH-5
   Scenario: A sibling restaurant's records are found through it
     Given the persona "owner"
     When they ask the small restaurant for the sibling conversation

@@ -69,7 +69,7 @@ named_modes! {
         ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
         ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
         ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
-        SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant of its own organization";
+        SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found (and an order moved) through any restaurant of its own organization";
         ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
         RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
         RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
@@ -268,6 +268,14 @@ impl Defects {
 
     pub fn order<'a>(&self, data: &'a Data, rid: &'a str, oid: &str) -> Option<OrderRef<'a>> {
         self.child_owners(data, rid).into_iter().find_map(|owner| data.order(owner, oid))
+    }
+
+    /// The restaurant whose order `oid` a write through `rid` moves, if any.
+    pub fn order_owner(&self, data: &Data, rid: &str, oid: &str) -> Option<String> {
+        self.child_owners(data, rid)
+            .into_iter()
+            .find(|owner| data.order(owner, oid).is_some())
+            .map(str::to_owned)
     }
 
     pub fn conversation<'a>(&self, data: &'a Data, rid: &'a str, id: &str) -> Option<&'a Conversation> {

@@ -67,7 +67,9 @@ fn allowed(from: &str, to: &str, skip_forward: bool) -> bool {
 
 pub fn check_transition(call: &Call) -> Result<(), ToolError> {
     let data = call.app.store.read();
-    let o = data.order(call.restaurant_id()?, call.req("order_id")?).ok_or(ErrorCode::ResourceNotFound)?;
+    let o = (call.app.defects)
+        .order(&data, call.restaurant_id()?, call.req("order_id")?)
+        .ok_or(ErrorCode::ResourceNotFound)?;
     let (expected, target) = (call.req("expected_status")?, call.req("status")?);
     if *o.row.status != *expected && !call.app.defects.ignores_expected_status() {
         return Err(ErrorCode::ExpectedStateMismatch.into());
@@ -84,17 +86,18 @@ pub fn update_status(call: &Call) -> Result<Output, ToolError> {
     let (expected, target) = (call.req("expected_status")?, call.req("status")?);
     let now = call.app.clock.now_timestamp();
     let defects = &call.app.defects;
-    let rid = call.restaurant_id()?;
+    let oid = call.req("order_id")?;
     let mut data = call.app.store.write();
+    let rid = defects.order_owner(&data, call.restaurant_id()?, oid).ok_or(ErrorCode::ResourceNotFound)?;
     let status = data.interner.intern(target);
-    let (key, row) = data.order_mut(rid, call.req("order_id")?).ok_or(ErrorCode::ResourceNotFound)?;
+    let (key, row) = data.order_mut(&rid, oid).ok_or(ErrorCode::ResourceNotFound)?;
     // Compare-and-set: the check passed, but another operator may have won since (PRE-4).
     if *row.status != *expected && !defects.no_compare_and_set() {
         return Err(ErrorCode::OrderStatusPreconditionFailed.into());
     }
     row.status = status;
     row.updated_at = now.into();
-    let o = OrderRef { restaurant_id: rid, key, row };
+    let o = OrderRef { restaurant_id: &rid, key, row };
     let out = Output::new(json!({ "order": o }), format!("Order {} is now {}", o.id(), o.row.status));
     Ok(call.app.variants.order_output(out))
 }

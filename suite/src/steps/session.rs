@@ -19,9 +19,7 @@ async fn fresh_state(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[when(
-    regex = r#"^the membership of "([^"]+)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") is (revoked|restored)$"#
-)]
+#[when(regex = r#"^the membership of "([^"]+)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") is (revoked|restored)$"#)]
 async fn membership(
     w: &mut ConformanceWorld,
     persona: String,

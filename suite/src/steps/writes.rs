@@ -77,6 +77,23 @@ async fn move_order(
     update(w, &restaurant, &order, &to, Some(&from)).await
 }
 
+/// AUTH-5 on a write: an order of one restaurant moved through another.
+#[when(
+    regex = r#"^they ask (the [a-z][a-z -]*?[a-z]|"[^"]+") to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") from "([a-z_]+)" to "([a-z_]+)"$"#
+)]
+async fn move_through(
+    w: &mut ConformanceWorld,
+    through: String,
+    target: String,
+    from: String,
+    to: String,
+) -> anyhow::Result<()> {
+    let owner = w.landmark(&target)?;
+    let order = order_in_status(w, &owner, &from).await?;
+    let through = w.landmark(&through)?;
+    update(w, &through, &order, &to, Some(&from)).await
+}
+
 /// PRE-2: the caller's view is stale.
 #[when(
     regex = r#"^they ask to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") in status "([a-z_]+)" to "([a-z_]+)", saying they saw it "([a-z_]+)"$"#
