@@ -125,6 +125,12 @@ impl ClauseResult {
         self.level == "ext"
     }
 
+    /// The full-level verdict when it says something the seed verdict does not (an ext clause
+    /// has one verdict only).
+    pub fn full_differs(&self) -> Option<Status> {
+        (!self.ext() && self.full_status != self.status).then_some(self.full_status)
+    }
+
     /// The verdict at `level`.
     pub fn at(&self, level: Level) -> Status {
         match level {

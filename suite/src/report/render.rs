@@ -90,11 +90,7 @@ pub fn verdict_lines(report: &Report) -> Vec<String> {
 
 /// The full-level cell: shown when it says something the seed verdict does not.
 fn full_cell(c: &ClauseResult) -> String {
-    if c.ext() || c.full_status == c.status {
-        String::new()
-    } else {
-        format!("{} {}", icon(c.full_status), c.full_status.as_str())
-    }
+    c.full_differs().map(|s| format!("{} {}", icon(s), s.as_str())).unwrap_or_default()
 }
 
 /// A Markdown summary fit for `$GITHUB_STEP_SUMMARY`: the verdict, then one row per clause.
@@ -212,11 +208,7 @@ pub fn console_matrix(report: &Report) -> String {
     for c in &report.clauses {
         let n = c.scenarios.len();
         let passed = c.scenarios.iter().filter(|s| s.status == Status::Passed).count();
-        let full = if c.ext() || c.full_status == c.status {
-            String::new()
-        } else {
-            c.full_status.as_str().to_owned()
-        };
+        let full = c.full_differs().map(Status::as_str).unwrap_or_default();
         let detail = match (c.status, &c.full_reason) {
             (Status::Passed, Some(full)) => format!(" — {}", cell(full)),
             (Status::Passed, None) => String::new(),
