@@ -188,6 +188,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
             return Err(ToolError::new(match error {
                 FaultError::Internal => ErrorCode::InternalError,
                 FaultError::Dependency => ErrorCode::DependencyUnavailable,
+                FaultError::Panic => panic!("injected panic"),
             }));
         }
         let output = tools::run(&call)?;
