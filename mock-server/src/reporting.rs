@@ -27,13 +27,16 @@ use serde_json::Value;
 
 use crate::dev::defects::Defects;
 
-/// The only tags an event may carry, each with the check its value must pass.
-const TAGS: &[(&str, fn(&str) -> bool)] = &[
-    ("request_id", chataigne_contract::envelope::is_request_id),
-    ("tool", |v| ToolName::parse(v).is_some()),
-    ("code", |v| ErrorCode::parse(v).is_some()),
-    ("cause", |v| matches!(v, "error" | "panic")),
-];
+/// The only tags an event may carry, each with the form its value must have.
+fn allowed_tag(name: &str, value: &str) -> bool {
+    match name {
+        "request_id" => chataigne_contract::envelope::is_request_id(value),
+        "tool" => ToolName::parse(value).is_some(),
+        "code" => ErrorCode::parse(value).is_some(),
+        "cause" => matches!(value, "error" | "panic"),
+        _ => false,
+    }
+}
 
 /// One HTTP attempt to the DSN's host, at most: a host that accepts and never answers holds the
 /// transport thread this long, never a call.
@@ -202,11 +205,8 @@ fn message(tags: &std::collections::BTreeMap<String, String>) -> String {
 /// kept only under an allowed name and with a value of the allowed form; the message is made
 /// from those tags.
 pub fn scrub(event: Event<'static>) -> Event<'static> {
-    let tags: std::collections::BTreeMap<String, String> = event
-        .tags
-        .into_iter()
-        .filter(|(k, v)| TAGS.iter().any(|(name, valid)| k == name && valid(v)))
-        .collect();
+    let tags: std::collections::BTreeMap<String, String> =
+        event.tags.into_iter().filter(|(k, v)| allowed_tag(k, v)).collect();
     let breadcrumbs = event.breadcrumbs.values.into_iter().map(scrub_breadcrumb).collect::<Vec<_>>();
     Event {
         event_id: event.event_id,

@@ -27,6 +27,8 @@ pub struct StdioCommand {
     pub token_env: String,
     /// Where the children's stderr goes (appended); discarded when `None`.
     pub stderr: Option<PathBuf>,
+    /// Given to the children as `SENTRY_DSN`: the suite's error-report endpoint, when on.
+    pub sentry_dsn: Option<String>,
 }
 
 impl StdioCommand {
@@ -66,6 +68,9 @@ impl StdioCommand {
         command.process_group(0);
         if let Some(token) = token {
             command.env(&self.token_env, token);
+        }
+        if let Some(dsn) = &self.sentry_dsn {
+            command.env("SENTRY_DSN", dsn);
         }
         let mut child =
             command.spawn().map_err(|e| format!("cannot start `{}`: {e}", self.argv.join(" ")))?;
@@ -332,6 +337,7 @@ mod tests {
             argv: vec!["sh".to_owned(), "-c".to_owned(), script],
             token_env: "CHATAIGNE_TEST_TOKEN".to_owned(),
             stderr: None,
+            sentry_dsn: None,
         };
         let conn = command.spawn(Some("secret")).unwrap();
         let mut child_pid = None;
