@@ -366,4 +366,34 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         assert!(gone, "the server's child outlived the connection");
     }
+
+    /// With `error_reports`, the server is started with the suite's DSN as `SENTRY_DSN`.
+    #[tokio::test]
+    async fn the_server_gets_the_error_report_dsn() {
+        let dir = std::env::temp_dir().join(format!("chataigne-stdio-dsn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let seen = dir.join("dsn");
+        let command = StdioCommand {
+            argv: vec![
+                "sh".to_owned(),
+                "-c".to_owned(),
+                format!("echo \"$SENTRY_DSN\" > {}; exec cat", seen.display()),
+            ],
+            token_env: "CHATAIGNE_TEST_TOKEN".to_owned(),
+            stderr: None,
+            sentry_dsn: Some("http://chataigne@127.0.0.1:9412/1".to_owned()),
+        };
+        let conn = command.spawn(None).unwrap();
+        let mut text = String::new();
+        for _ in 0..100 {
+            text = std::fs::read_to_string(&seen).unwrap_or_default();
+            if !text.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        drop(conn);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(text.trim(), "http://chataigne@127.0.0.1:9412/1");
+    }
 }
