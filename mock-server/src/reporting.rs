@@ -147,7 +147,8 @@ impl Reporter {
     }
 
     /// The reporter's own hub (tests add breadcrumbs through it).
-    pub fn hub(&self) -> Option<&Arc<Hub>> {
+    #[cfg(test)]
+    fn hub(&self) -> Option<&Arc<Hub>> {
         self.hub.as_ref()
     }
 }
