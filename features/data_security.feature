@@ -1,8 +1,10 @@
 Feature: Security of data
   What callers send (arguments, customer message texts, transcript queries, idempotency keys,
-  tokens) never reaches the server's logs; internal errors reveal nothing of the server's
-  insides. The log checks need the profile's `server_log`: the suite sends unique values
-  (CANARY) and proves none of them is in the log.
+  tokens) never reaches the server's logs nor its error reports; internal errors reveal nothing
+  of the server's insides. The suite sends unique values (CANARY) and proves none of them is in
+  the log (the profile's `server_log`) nor in any error report the server sends to the suite's
+  own Sentry endpoint (the profile's `error_reports`; internal errors are injected through the
+  control API).
 
   Background:
     Given the persona "owner"
@@ -21,6 +23,25 @@ Feature: Security of data
     And they search the transcripts of the foreign restaurant for "CANARY"
     And they create the instruction "Refused CANARY" in the foreign restaurant with the key "sec1r-CANARY"
     Then the server log contains none of the scenario's canaries
+
+  @SEC-1 @needs-error-reports @needs-control-faults
+  Scenario: Internal errors are reported without the arguments, texts, queries, keys or tokens
+    Given a fresh server state
+    And the server fails the next calls of "send_message" with a "internal" error
+    And the server fails the next calls of "search_transcripts" with a "internal" error
+    And the server fails the next calls of "create_instruction" with a "internal" error
+    And the server fails the next calls of "create_organization" with a "internal" error
+    When they send the message "Bonjour CANARY" in the long conversation with the key "sre-CANARY"
+    Then the call fails with "MCP_INTERNAL_ERROR"
+    When they search the transcripts of the busy restaurant for "CANARY"
+    Then the call fails with "MCP_INTERNAL_ERROR"
+    When they create the instruction "Remember CANARY" in the busy restaurant with the key "srei-CANARY"
+    Then the call fails with "MCP_INTERNAL_ERROR"
+    When they create the organization "Group CANARY" with the key "sreo-CANARY"
+    Then the call fails with "MCP_INTERNAL_ERROR"
+    When they search the transcripts of the foreign restaurant for "CANARY"
+    Then every internal error of the scenario reached error reporting, tagged with its request_id
+    And no error report holds a value the scenario sent, nor their token
 
   @SEC-2 @needs-control-faults
   Scenario Outline: A <fault> failure reveals nothing of the server's insides

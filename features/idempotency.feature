@@ -4,7 +4,7 @@ Feature: Idempotency
   refused. A key belongs to one OAuth client, one user and one tool; only successes are kept.
   Texts and keys carry a value unique to each scenario (CANARY), so reruns never collide.
   (That keys are hashed before storage, IDEM-8, cannot be seen from outside: the suite checks
-  that they never reach the log.)
+  that they never reach the log nor the error reports.)
 
   Background:
     Given the persona "owner"
@@ -190,3 +190,12 @@ Feature: Idempotency
     When they create the instruction "Log check" in the busy restaurant with the key "key-CANARY"
     Then the call succeeds
     And the server log contains none of the scenario's canaries
+
+  @IDEM-8 @needs-error-reports @needs-control-faults
+  Scenario: Idempotency keys never reach error reports
+    Given a fresh server state
+    And the server fails the next calls of "create_instruction" with a "internal" error
+    When they create the instruction "Report check" in the busy restaurant with the key "key-CANARY"
+    Then the call fails with "MCP_INTERNAL_ERROR"
+    And every internal error of the scenario reached error reporting, tagged with its request_id
+    And no error report holds a value the scenario sent, nor their token

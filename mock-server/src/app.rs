@@ -52,6 +52,8 @@ pub struct Config {
     /// Generated orders added to `rst_large` at start and on reset, for benchmarks
     /// (`store::SYNTHETIC_RESTAURANT`, docs/BENCHMARKS.md); 0 by default.
     pub synthetic_orders: usize,
+    /// Report internal errors to this Sentry DSN (`crate::reporting`); off when `None`.
+    pub sentry_dsn: Option<String>,
 }
 
 impl Config {
@@ -72,6 +74,7 @@ impl Config {
             redis_url: None,
             redis_namespace: "chataigne".into(),
             synthetic_orders: 0,
+            sentry_dsn: None,
         }
     }
 
@@ -108,6 +111,7 @@ pub struct App {
     pub oauth: crate::dev::oauth::OAuth,
     pub defects: Defects,
     pub variants: Variants,
+    pub reporter: crate::reporting::Reporter,
     inputs: HashMap<ToolName, Validator>,
 }
 
@@ -150,6 +154,7 @@ impl App {
             }
         };
         let public_url = canonical_base(config.public_url.as_deref().unwrap_or("http://localhost"))?;
+        let reporter = crate::reporting::Reporter::new(config.sentry_dsn.as_deref(), &defects)?;
         Ok(App {
             store: Store::new(&config.dataset, config.synthetic_orders),
             clock: Clock::default(),
@@ -164,6 +169,7 @@ impl App {
             oauth: crate::dev::oauth::OAuth::new(config.oauth),
             defects,
             variants,
+            reporter,
             inputs,
             config,
         })

@@ -5,7 +5,8 @@
 // Layers, each depending only on those below it (dev-only parts aside):
 //   transport (HTTP gate, MCP binding) → pipeline (AUTH-8 order) → tools → state;
 //   auth (principals, tokens) is read by transport and pipeline; app composes them all;
-//   dev holds the control API, the development OAuth server, faults, defects and variants.
+//   dev holds the control API, the development OAuth server, faults, defects and variants;
+//   reporting (Sentry) is used by the transport when a call ends in an internal error.
 pub mod app;
 pub mod auth;
 mod canonical;
@@ -13,6 +14,7 @@ pub mod dev;
 pub mod error;
 pub mod logging;
 pub mod pipeline;
+pub mod reporting;
 pub mod router;
 pub mod state;
 pub mod tools;

@@ -90,6 +90,10 @@ struct Cli {
     /// docs/BENCHMARKS.md).
     #[arg(long, value_name = "N", default_value_t = 0)]
     synthetic_orders: usize,
+    /// Report internal errors of tool calls (panics included) to this Sentry DSN, one event per
+    /// error tagged with its request_id and scrubbed of every argument (SEC-1); off by default.
+    #[arg(long, env = "SENTRY_DSN", value_name = "DSN")]
+    sentry_dsn: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -171,6 +175,7 @@ fn main() -> anyhow::Result<()> {
         redis_url: cli.redis.clone(),
         redis_namespace: cli.redis_namespace.clone(),
         synthetic_orders: cli.synthetic_orders,
+        sentry_dsn: cli.sentry_dsn.clone(),
         ..Config::new(dataset)
     };
     config.check_variants()?;

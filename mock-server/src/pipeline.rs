@@ -198,6 +198,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
             Some(error) => Err(ToolError::new(match error {
                 FaultError::Internal => ErrorCode::InternalError,
                 FaultError::Dependency => ErrorCode::DependencyUnavailable,
+                FaultError::Panic => panic!("injected panic"),
             })),
             None => tools::run(&call),
         };

@@ -29,12 +29,19 @@ pub const NEEDS_HTTP: &str = "needs HTTP transport";
 /// `@needs-http` scenario stays skipped over stdio.
 pub const NEEDS_STDIO: &str = "needs stdio transport";
 
+/// Why a `@needs-error-reports` scenario is skipped: the profile does not say the server reports
+/// its errors to the suite.
+pub const NEEDS_ERROR_REPORTS: &str = "needs error reports (profile: error_reports)";
+
 /// What the server under test offers beyond the contract; scenarios needing an absent one are
 /// skipped, never passed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Capabilities {
     pub control_api: bool,
     pub server_log: bool,
+    /// The server reports its errors to the suite (`error_reports` in the profile).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub error_reports: bool,
     /// What `GET {control}` listed.
     pub control_features: Vec<String>,
     /// The server is reached over stdio: scenarios tagged `@needs-http` are skipped, those
@@ -46,7 +53,8 @@ pub struct Capabilities {
 impl Capabilities {
     /// Why a scenario with these tags cannot run here, if it cannot. `@needs-control-api` needs
     /// the control API; `@needs-control-<capability>` (e.g. `@needs-control-orders`) needs it to
-    /// list that capability; `@needs-server-log` needs the server's log; `@needs-http` needs the
+    /// list that capability; `@needs-server-log` needs the server's log; `@needs-error-reports`
+    /// needs its error reports sent to the suite (`error_reports`); `@needs-http` needs the
     /// Streamable HTTP transport (statuses, headers, raw bodies), `@needs-stdio` the stdio one;
     /// `@needs-shared-state` needs every persona to reach one server state (over stdio each
     /// persona has its own process: a write or a race of one is unseen by the others).
@@ -63,6 +71,9 @@ impl Capabilities {
             }
             if tag == "needs-server-log" && !self.server_log {
                 return Some("needs server log".to_owned());
+            }
+            if tag == "needs-error-reports" && !self.error_reports {
+                return Some(NEEDS_ERROR_REPORTS.to_owned());
             }
             let Some(cap) = tag.strip_prefix("needs-control-") else { continue };
             if !self.control_api {
@@ -155,6 +166,8 @@ pub struct RunContext {
     pub http: reqwest::Client,
     pub timeout: Duration,
     pub control: Option<Control>,
+    /// The endpoint receiving the server's error reports, with `error_reports`.
+    pub error_reports: Option<Arc<crate::error_reports::Capture>>,
     pub capabilities: Capabilities,
     pub published: Published,
     /// How many more runs the server's data is good for (orders a run moves forward, counted at

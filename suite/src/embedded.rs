@@ -1,5 +1,6 @@
 //! `--embedded`: the reference server in-process, on its own multi-thread runtime in a background
-//! thread, with a profile that points at it and a log file the suite can search (SEC-1).
+//! thread, with a profile that points at it, a log file the suite can search (SEC-1) and the
+//! suite's error-report endpoint as its Sentry DSN (SEC-1 and IDEM-8 over error reports).
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -40,11 +41,15 @@ pub fn start(
     listener.set_nonblocking(true)?;
     let port = listener.local_addr()?.port();
 
+    // Any free port: several embedded servers may run at once (tests, self-test).
+    let capture = std::sync::Arc::new(crate::error_reports::Capture::start(([127, 0, 0, 1], 0).into())?);
+
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<()>>();
     let mut config = mock_server::Config::for_tests(&secret);
     config.defects = defects.to_vec();
     config.variants = variants.to_vec();
+    config.sentry_dsn = Some(capture.dsn());
     let thread = std::thread::Builder::new().name("chataigne-mock".into()).spawn(move || {
         let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
         {
@@ -89,6 +94,9 @@ pub fn start(
         id_map: Default::default(),
         control: Some(ControlConfig { url: format!("{base}/control"), secret }),
         server_log: Some(log_path),
+        error_reports: Some(crate::error_reports::ErrorReports::SentryCapture),
+        error_reports_listen: Some(capture.addr()),
+        capture: Some(capture),
         dataset: None,
         timeout_ms: DEFAULT_TIMEOUT_MS,
         level: Default::default(),

@@ -13,6 +13,7 @@ pub mod context;
 pub mod control;
 #[cfg(feature = "embedded")]
 pub mod embedded;
+pub mod error_reports;
 pub mod features;
 pub mod invariants;
 pub mod preflight;

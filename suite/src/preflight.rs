@@ -19,8 +19,19 @@ use crate::stdio::StdioPool;
 
 /// Build the run's context: load the dataset, reach the endpoint, list the tools, probe the
 /// control API. An `Err` is a configuration or connection error (exit code 2).
-pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
+pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
     profile.validate()?;
+    // Before the server is reached: a stdio server is started with the DSN in its environment.
+    // An embedded run started it already, and gave its server the DSN.
+    let started_here = profile.capture.is_none();
+    let error_reports = profile.start_error_reports()?;
+    if let Some(capture) = error_reports.as_ref().filter(|_| started_here) {
+        eprintln!(
+            "error reports: receiving on {}; the server must report to SENTRY_DSN={}",
+            capture.addr(),
+            capture.dsn()
+        );
+    }
     let dataset = load_dataset(profile.dataset.as_deref())?;
     let timeout = Duration::from_millis(profile.timeout_ms);
     let http = http_client(timeout)?;
@@ -41,6 +52,7 @@ pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
 
     let mut capabilities = Capabilities {
         server_log: profile.server_log.is_some(),
+        error_reports: error_reports.is_some(),
         stdio: stdio.is_some(),
         ..Default::default()
     };
@@ -66,6 +78,7 @@ pub async fn prepare(profile: Profile) -> anyhow::Result<RunContext> {
         http,
         timeout,
         control,
+        error_reports,
         capabilities,
         published,
         runs_left,

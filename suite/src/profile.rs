@@ -32,6 +32,16 @@ pub struct Profile {
     pub id_map: BTreeMap<String, String>,
     pub control: Option<ControlConfig>,
     pub server_log: Option<PathBuf>,
+    /// `"sentry-capture"`: the suite receives the server's error reports on a Sentry ingestion
+    /// endpoint of its own (`crate::error_reports`), and proves SEC-1 and IDEM-8 over them too.
+    pub error_reports: Option<crate::error_reports::ErrorReports>,
+    /// Where that endpoint listens (default `127.0.0.1:9412`; `0.0.0.0:PORT` for a server on
+    /// another machine; port 0 for any free port, when the suite starts the server itself).
+    pub error_reports_listen: Option<std::net::SocketAddr>,
+    /// The endpoint once started (an embedded run starts it before its server, to give the
+    /// server its DSN); never read from the file.
+    #[serde(skip)]
+    pub capture: Option<std::sync::Arc<crate::error_reports::Capture>>,
     pub dataset: Option<PathBuf>,
     #[serde(default = "default_timeout")]
     pub timeout_ms: u64,
@@ -157,7 +167,27 @@ impl Profile {
             argv,
             token_env: self.stdio_token_env.clone().unwrap_or_default(),
             stderr: self.stdio_stderr.clone(),
+            sentry_dsn: self.capture.as_ref().map(|c| c.dsn()),
         })
+    }
+
+    /// With `error_reports`: the capture endpoint, started now unless it already runs.
+    pub fn start_error_reports(
+        &mut self,
+    ) -> anyhow::Result<Option<std::sync::Arc<crate::error_reports::Capture>>> {
+        if self.error_reports.is_none() {
+            return Ok(None);
+        }
+        if self.capture.is_none() {
+            let listen = match self.error_reports_listen {
+                Some(addr) => addr,
+                None => crate::error_reports::DEFAULT_LISTEN.parse()?,
+            };
+            let capture = crate::error_reports::Capture::start(listen)
+                .context("error_reports: fix `error_reports_listen`, or remove `error_reports`")?;
+            self.capture = Some(std::sync::Arc::new(capture));
+        }
+        Ok(self.capture.clone())
     }
 
     pub fn id_map(&self) -> IdMap {
@@ -278,6 +308,22 @@ mod tests {
                 .unwrap();
         let err = format!("{:#}", profile.check_server_log().unwrap_err());
         assert!(err.contains("server_log /nonexistent/chataigne.log cannot be read"), "{err}");
+    }
+
+    #[test]
+    fn error_reports_start_the_capture_endpoint_once() {
+        let base = "endpoint = \"http://x/mcp\"\n[tokens]\nowner = \"t\"";
+        let mut off = Profile::parse(base).unwrap();
+        assert!(off.start_error_reports().unwrap().is_none());
+        let text =
+            format!("error_reports = \"sentry-capture\"\nerror_reports_listen = \"127.0.0.1:0\"\n{base}");
+        let mut on = Profile::parse(&text).unwrap();
+        let capture = on.start_error_reports().unwrap().expect("started");
+        let again = on.start_error_reports().unwrap().expect("still there");
+        assert!(std::sync::Arc::ptr_eq(&capture, &again));
+        assert_ne!(capture.addr().port(), 0);
+        let err = Profile::parse(&format!("error_reports = \"datadog\"\n{base}")).unwrap_err();
+        assert!(format!("{err:#}").contains("unknown variant"), "{err:#}");
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub struct StdioCommand {
     pub token_env: String,
     /// Where the children's stderr goes (appended); discarded when `None`.
     pub stderr: Option<PathBuf>,
+    /// Given to the children as `SENTRY_DSN`: the suite's error-report endpoint, when on.
+    pub sentry_dsn: Option<String>,
 }
 
 impl StdioCommand {
@@ -80,6 +82,9 @@ impl StdioCommand {
         command.process_group(0);
         if let Some(token) = token {
             command.env(&self.token_env, token);
+        }
+        if let Some(dsn) = &self.sentry_dsn {
+            command.env("SENTRY_DSN", dsn);
         }
         let mut child =
             command.spawn().map_err(|e| format!("cannot start `{}`: {e}", self.argv.join(" ")))?;
@@ -536,6 +541,7 @@ mod tests {
             argv: vec!["sh".to_owned(), "-c".to_owned(), script.to_owned()],
             token_env: "CHATAIGNE_TEST_TOKEN".to_owned(),
             stderr: None,
+            sentry_dsn: None,
         };
         let conn = command.spawn(Some("secret")).unwrap();
         let started = std::time::Instant::now();
@@ -572,6 +578,7 @@ mod tests {
             argv: vec!["sh".to_owned(), "-c".to_owned(), script],
             token_env: "CHATAIGNE_TEST_TOKEN".to_owned(),
             stderr: None,
+            sentry_dsn: None,
         };
         let conn = command.spawn(Some("secret")).unwrap();
         let mut child_pid = None;
@@ -599,5 +606,35 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
         assert!(gone, "the server's child outlived the connection");
+    }
+
+    /// With `error_reports`, the server is started with the suite's DSN as `SENTRY_DSN`.
+    #[tokio::test]
+    async fn the_server_gets_the_error_report_dsn() {
+        let dir = std::env::temp_dir().join(format!("chataigne-stdio-dsn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let seen = dir.join("dsn");
+        let command = StdioCommand {
+            argv: vec![
+                "sh".to_owned(),
+                "-c".to_owned(),
+                format!("echo \"$SENTRY_DSN\" > {}; exec cat", seen.display()),
+            ],
+            token_env: "CHATAIGNE_TEST_TOKEN".to_owned(),
+            stderr: None,
+            sentry_dsn: Some("http://chataigne@127.0.0.1:9412/1".to_owned()),
+        };
+        let conn = command.spawn(None).unwrap();
+        let mut text = String::new();
+        for _ in 0..100 {
+            text = std::fs::read_to_string(&seen).unwrap_or_default();
+            if !text.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        drop(conn);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(text.trim(), "http://chataigne@127.0.0.1:9412/1");
     }
 }

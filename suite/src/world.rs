@@ -66,6 +66,8 @@ pub struct ConformanceWorld {
     pub whole_server: bool,
     /// Records picked by the run's scenarios, so two never pick the same order.
     pub claims: Option<Arc<crate::schedule::Claims>>,
+    /// The first error report received at or after the scenario's start (`error_reports`).
+    pub reports_from: u64,
 }
 
 /// One call of a batch run at once (`ConformanceWorld::concurrently`).
@@ -183,6 +185,7 @@ impl ConformanceWorld {
         self.clauses =
             tags.iter().filter(|t| chataigne_contract::clauses::find(t).is_some()).cloned().collect();
         self.canary = new_canary();
+        self.reports_from = self.ctx().error_reports.as_ref().map_or(0, |c| c.mark());
     }
 
     /// Refuses to send anything once the run's deadline has passed.

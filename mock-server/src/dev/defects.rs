@@ -77,6 +77,7 @@ named_modes! {
         CancelToolExposed = "cancel-tool-exposed", "ABS-1", "a cancel_order tool is listed";
         CancelStatusAccepted = "cancel-status-accepted", "ABS-2", "update_order_status accepts cancelled";
         MessageTextLogged = "message-text-logged", "SEC-1", "message texts are written to the log";
+        ReportLeaksArguments = "report-leaks-arguments", "SEC-1", "error reports carry the call's arguments, unscrubbed";
         InternalErrorLeaks = "internal-error-leaks", "SEC-2", "internal errors carry a stack trace";
     }
 }
@@ -415,6 +416,13 @@ impl Defects {
 
     pub fn keeps_failed_keys(&self) -> bool {
         self.has(Defect::FailuresStored)
+    }
+
+    // --- error reporting ---
+
+    /// SEC-1's error-report defect: events carry the arguments and nothing is scrubbed.
+    pub fn reports_arguments(&self) -> bool {
+        self.has(Defect::ReportLeaksArguments)
     }
 
     // --- protocol ---

@@ -13,6 +13,9 @@ pub enum FaultError {
     Internal,
     /// A backing store down: MCP_DEPENDENCY_UNAVAILABLE.
     Dependency,
+    /// A panic in the tool: the call's boundary turns it into MCP_INTERNAL_ERROR (and an error
+    /// report, `crate::reporting`).
+    Panic,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,13 +1,16 @@
 //! The MCP face of the server (rmcp's `ServerHandler`): `tools/list` from the contract's
 //! catalogue, `tools/call` through the pipeline, and the one place a tool outcome becomes the
-//! contract's envelope. Also the per-call log line, which names no argument (SEC-1).
+//! contract's envelope. Also the per-call log line and the error report of an internal error,
+//! which name no argument (SEC-1).
 
 use std::borrow::Cow;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
 use chataigne_contract::envelope::{self, Meta};
-use chataigne_contract::{MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES, ToolName};
+use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES, ToolName};
+use futures::FutureExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode as RpcCode,
     Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
@@ -22,6 +25,7 @@ use crate::auth::Principal;
 use crate::dev::defects::Defect;
 use crate::error::ToolError;
 use crate::pipeline::{self, Outcome, UnknownTool};
+use crate::reporting::Cause;
 
 /// The request ID the HTTP gate minted, so the header and the envelope agree (ENV-2).
 #[derive(Debug, Clone)]
@@ -139,8 +143,13 @@ impl ServerHandler for Handler {
         };
         // Boxed: rmcp moves the request future between its per-request tasks, so a small
         // future is cheaper to carry than the pipeline's whole state inline.
-        let outcome =
-            Box::pin(pipeline::call(&self.app, principal.as_ref(), &request.name, request.arguments)).await;
+        let call = Box::pin(pipeline::call(&self.app, principal.as_ref(), &request.name, request.arguments));
+        // A panic in a read ends the call here as MCP_INTERNAL_ERROR with its envelope (a
+        // write's effect runs in a task of its own, whose panic the pipeline already maps).
+        let (outcome, cause) = match AssertUnwindSafe(call).catch_unwind().await {
+            Ok(outcome) => (outcome, Cause::Error),
+            Err(_panic) => (Ok(Err(ErrorCode::InternalError.into())), Cause::Panic),
+        };
         let outcome = match outcome {
             Ok(outcome) => outcome,
             Err(UnknownTool) => {
@@ -166,6 +175,12 @@ impl ServerHandler for Handler {
             Err(e) => e.code.as_str(),
         };
         log_call(&self.app, &request_id, &request.name, principal.as_ref(), outcome_name, started, &args);
+        if let Err(error) = &outcome
+            && error.code == ErrorCode::InternalError
+        {
+            // One event per internal error, next to its envelope: request_id, tool, code only.
+            self.app.reporter.internal_error(&request_id, &request.name, cause, &args);
+        }
         Ok(to_result(&self.app, &request_id, outcome, &args).into())
     }
 }
@@ -182,7 +197,7 @@ pub fn to_result(app: &App, request_id: &str, outcome: Outcome, args: &Value) ->
             };
             let structured = envelope::success(out.data, &meta);
             if envelope::json_len(&structured) > MAX_STRUCTURED_BYTES && !app.defects.no_truncation() {
-                error_parts(request_id, ToolError::new(chataigne_contract::ErrorCode::OutputTooLarge))
+                error_parts(request_id, ToolError::new(ErrorCode::OutputTooLarge))
             } else {
                 (structured, out.summary, false)
             }

@@ -319,6 +319,20 @@ pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> Server {
     }
 }
 
+impl Server {
+    /// A client for a server a test started itself (`base`: `http://addr`); stopping it is the
+    /// test's business.
+    pub fn attach(base: &str) -> Server {
+        Server {
+            base: base.to_owned(),
+            http: reqwest::Client::new(),
+            next_id: AtomicU64::new(1),
+            stop: None,
+            published: None,
+        }
+    }
+}
+
 pub fn token(persona: &str) -> String {
     format!("{}{persona}", mock_server::DEV_TOKEN_PREFIX)
 }

@@ -1,5 +1,6 @@
 //! Step definitions, one module per domain concept (not per feature file): sessions and
-//! personas, the protocol, the tool catalogue, reads, writes, outcomes, pages.
+//! personas, the protocol, the tool catalogue, reads, writes, outcomes, pages, the server's log
+//! and its error reports.
 //!
 //! A step returns `anyhow::Result<()>`; an `Err` fails the step, and its message (built with
 //! `ConformanceWorld::fail`) is what every report shows. To add steps: put them in the module of
@@ -15,5 +16,6 @@ mod outcome;
 pub mod pages;
 mod protocol;
 pub mod reads;
+mod reports;
 mod session;
 mod writes;

@@ -1,10 +1,12 @@
 //! The suite's integration tests: the features cover the contract (`coverage`), and the runner
 //! turns broken servers into the right verdicts and exit codes (`runner`, against wiremock), and
 //! the suite over stdio against the built reference server (`stdio`), and `--embedded` as a
-//! process (`embedded`).
+//! process (`embedded`), and SEC-1 / IDEM-8 over the reference server's error reports
+//! (`error_reports`).
 
 mod coverage;
 mod embedded;
+mod error_reports;
 mod fake;
 mod rate_limits;
 mod reruns;
