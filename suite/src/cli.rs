@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Parser as _;
 
+use crate::context::RunOptions;
 use crate::features::FeatureSource;
 use crate::profile::{self, Profile};
 use crate::report::{self, Report};
@@ -290,10 +291,8 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
         profile.deadline_s = deadline;
     }
     let deadline_s = profile.deadline_s;
-    profile.require_all = args.require_all;
-    profile.run_anyway = args.run_anyway;
-
-    let result = run_profile(profile, source, opts, Outputs { console, junit, cucumber_json });
+    let options = RunOptions { require_all: args.require_all, run_anyway: args.run_anyway };
+    let result = run_profile(profile, options, source, opts, Outputs { console, junit, cucumber_json });
     #[cfg(feature = "embedded")]
     if args.embedded {
         let passed = matches!(&result, Ok(r) if r.exit_code(args.require_all) == 0);
@@ -348,6 +347,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
 /// Preflight, then the features, on a runtime of their own. `Err`: exit code 2.
 pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
     profile: Profile,
+    options: RunOptions,
     source: FeatureSource,
     opts: CucumberOpts<Custom>,
     outputs: Outputs<Out>,
@@ -357,8 +357,9 @@ pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let ctx = runtime.block_on(crate::preflight::prepare(profile))?;
-    if !ctx.profile.run_anyway
+    let mut ctx = runtime.block_on(crate::preflight::prepare(profile))?;
+    ctx.options = options;
+    if !options.run_anyway
         && let Some(reason) = not_a_contract_server(&ctx)
     {
         // Hundreds of failed scenarios would say less than one line.
@@ -367,7 +368,7 @@ pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
             features: source.describe(),
             capabilities: ctx.capabilities.clone(),
             level: ctx.profile.level,
-            require_all: ctx.profile.require_all,
+            require_all: options.require_all,
         };
         let report = Report::not_a_contract_server(header, &reason);
         let mut console = outputs.console;

@@ -157,6 +157,8 @@ impl Published {
 #[derive(Debug)]
 pub struct RunContext {
     pub profile: Profile,
+    /// How this run judges and when it stops early (flags, not profile settings).
+    pub options: RunOptions,
     /// The endpoint, or `stdio: <command>`.
     pub endpoint: String,
     /// Over stdio: the command and one server process per persona.
@@ -177,6 +179,15 @@ pub struct RunContext {
     /// Initialized sessions that finished scenarios gave back, by persona: the next scenario of
     /// that persona takes one instead of paying an initialize round trip again.
     pub sessions: std::sync::Mutex<HashMap<String, Vec<McpClient>>>,
+}
+
+/// Flags of one run that are not part of the target's profile.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// `--require-all`: a skipped or unrun clause also fails the certificate.
+    pub require_all: bool,
+    /// `--run-anyway`: every scenario runs even against a server that is not a Chataigne server.
+    pub run_anyway: bool,
 }
 
 /// Idle sessions kept per persona: about as many as scenarios run at once.

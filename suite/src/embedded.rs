@@ -101,8 +101,6 @@ pub fn start(
         timeout_ms: DEFAULT_TIMEOUT_MS,
         level: Default::default(),
         deadline_s: crate::profile::DEFAULT_DEADLINE_S,
-        require_all: false,
-        run_anyway: false,
     };
     Ok((EmbeddedServer { shutdown: Some(tx), thread: Some(thread) }, profile))
 }

@@ -12,7 +12,7 @@ use chataigne_contract::dataset::{Dataset, RECEIVED_PER_RUN};
 use chataigne_contract::envelope::{self, Parsed};
 
 use crate::client::{Exchange, McpClient};
-use crate::context::{Capabilities, Published, RunContext, http_client, load_dataset};
+use crate::context::{Capabilities, Published, RunContext, RunOptions, http_client, load_dataset};
 use crate::control::Control;
 use crate::profile::Profile;
 use crate::stdio::StdioPool;
@@ -70,6 +70,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
     };
 
     Ok(RunContext {
+        options: RunOptions::default(),
         id_map: profile.id_map(),
         profile,
         endpoint,

@@ -53,13 +53,6 @@ pub struct Profile {
     /// reported skipped and the run ends with exit code 2 (reports written).
     #[serde(default = "default_deadline")]
     pub deadline_s: u64,
-    /// `--require-all` (a flag, not a profile setting): carried here to the report.
-    #[serde(skip)]
-    pub require_all: bool,
-    /// `--run-anyway` (a flag): run every scenario even against a server that is not a
-    /// Chataigne server.
-    #[serde(skip)]
-    pub run_anyway: bool,
 }
 
 /// 20 minutes: a full run takes seconds next to the server and under a minute far from it, plus

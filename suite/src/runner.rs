@@ -210,7 +210,7 @@ where
         features: source.describe(),
         capabilities,
         level: ctx.profile.level,
-        require_all: ctx.profile.require_all,
+        require_all: ctx.options.require_all,
     };
     let report = Report::build(&scenarios, &findings, header, parse_errors);
     writer.write(crate::report::console_matrix(&report)).await;

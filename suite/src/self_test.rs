@@ -28,34 +28,37 @@ pub fn run<Out: io::Write + 'static>(
 ) -> anyhow::Result<Outcome> {
     use std::fmt::Write as _;
 
+    use crate::context::RunOptions;
     use crate::features::FeatureSource;
 
     if let Some(path) = markdown {
         crate::cli::create_parent(path)?;
     }
     let source = FeatureSource::choose(features);
-    let run_profile = |profile: crate::profile::Profile, tags: Option<&str>| -> anyhow::Result<Report> {
+    let run_profile = |profile: crate::profile::Profile,
+                       options: RunOptions,
+                       tags: Option<&str>|
+     -> anyhow::Result<Report> {
         let mut argv = vec!["self-test", "--color", "never"];
         if let Some(tags) = tags {
             argv.extend(["--tags", tags]);
         }
         let opts = <crate::runner::CucumberOpts<cucumber::cli::Empty> as clap::Parser>::try_parse_from(argv)?;
         let outputs = crate::runner::Outputs { console: io::sink(), junit: None, cucumber_json: None };
-        crate::cli::run_profile(profile, source.clone(), opts, outputs)
+        crate::cli::run_profile(profile, options, source.clone(), opts, outputs)
     };
     let run_with = |defects: &[mock_server::Defect], tags: Option<&str>| -> anyhow::Result<Report> {
         let (_server, mut profile) = crate::embedded::start(defects, &[])?;
         // The reference server makes every reference choice: it is held to the full level.
         profile.level = crate::report::Level::Full;
-        profile.require_all = tags.is_none();
-        run_profile(profile, tags)
+        run_profile(profile, RunOptions { require_all: tags.is_none(), run_anyway: false }, tags)
     };
     let run_variant = |variant: mock_server::Variant| -> anyhow::Result<Report> {
         let (_server, mut profile) = crate::embedded::start(&[], &[variant])?;
         // Certified as a third party would be: the seed level, no control API.
         profile.level = crate::report::Level::Seed;
         profile.control = None;
-        run_profile(profile, None)
+        run_profile(profile, RunOptions::default(), None)
     };
 
     let clean = run_with(&[], None)?;

@@ -85,7 +85,9 @@ fn failed_scenarios_release_what_they_locked() {
     let outputs = Outputs { console: std::io::sink(), junit: None, cucumber_json: None };
     let started = std::time::Instant::now();
     let features = chataigne_conformance::features::FeatureSource::Embedded;
-    let report = chataigne_conformance::cli::run_profile(profile, features, opts, outputs).unwrap();
+    let report =
+        chataigne_conformance::cli::run_profile(profile, Default::default(), features, opts, outputs)
+            .unwrap();
     assert_eq!(report.summary.interrupted, None, "stalled for {:?}", started.elapsed());
     assert!(!report.summary.certified);
 }

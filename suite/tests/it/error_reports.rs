@@ -18,7 +18,7 @@ fn run(defects: &[mock_server::Defect], tags: &str, tweak: impl FnOnce(&mut Prof
     .unwrap();
     let outputs = Outputs { console: std::io::sink(), junit: None, cucumber_json: None };
     let features = chataigne_conformance::features::FeatureSource::Embedded;
-    chataigne_conformance::cli::run_profile(profile, features, opts, outputs).unwrap()
+    chataigne_conformance::cli::run_profile(profile, Default::default(), features, opts, outputs).unwrap()
 }
 
 fn clause<'a>(report: &'a Report, id: &str) -> &'a ClauseResult {
