@@ -114,6 +114,10 @@ pub struct App {
 impl App {
     pub fn new(config: Config) -> anyhow::Result<App> {
         config.check_variants()?;
+        // An empty secret would open the control API to an empty header.
+        if config.control_secret.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            anyhow::bail!("the control API needs a non-empty secret");
+        }
         let variants = Variants::new(&config.variants);
         let secret = match &config.secret {
             Some(s) => s.as_bytes().to_vec(),

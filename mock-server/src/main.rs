@@ -27,9 +27,10 @@ struct Cli {
     /// Serve the control API under /control (reset, clock, faults, deadlines).
     #[arg(long)]
     control_api: bool,
-    /// Secret the control API requires in `x-control-secret`.
-    #[arg(long, env = "CHATAIGNE_CONTROL_SECRET", default_value = "dev-control-secret")]
-    control_secret: String,
+    /// Secret the control API requires in `x-control-secret` (not empty). Without it,
+    /// --control-api generates a random one and prints it once to stderr.
+    #[arg(long, env = "CHATAIGNE_CONTROL_SECRET")]
+    control_secret: Option<String>,
     /// Switch on a deliberate defect (see `chataigne-mock defects`); repeatable.
     #[arg(long = "defect", value_name = "NAME")]
     defects: Vec<String>,
@@ -147,8 +148,16 @@ fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("unknown variant `{name}` (see `chataigne-mock variants`)"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let control_secret = match (cli.control_api, &cli.control_secret) {
+        (false, _) => None,
+        (true, Some(secret)) if secret.trim().is_empty() => {
+            anyhow::bail!("--control-secret must not be empty")
+        }
+        (true, Some(secret)) => Some(secret.clone()),
+        (true, None) => Some(mock_server::dev::control::random_secret()),
+    };
     let config = Config {
-        control_secret: cli.control_api.then(|| cli.control_secret.clone()),
+        control_secret: control_secret.clone(),
         defects,
         variants,
         deadlines: Deadlines {
@@ -182,6 +191,10 @@ fn main() -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("binding {}", cli.listen))?;
         if cli.public_url.is_none() && cli.listen.ip().is_unspecified() {
             tracing::warn!("listening on every interface without --public-url: OAuth tokens are minted for http://{}/mcp only", listener.local_addr()?);
+        }
+        if let (Some(secret), None) = (&control_secret, &cli.control_secret) {
+            // Once, to the terminal: never into the log, which may be kept or shipped (SEC-1).
+            eprintln!("control API secret (generated for this run; --control-secret to choose one): {secret}");
         }
         tracing::info!(address = %listener.local_addr()?, control_api = cli.control_api, "serving http://{}/mcp", listener.local_addr()?);
         mock_server::run(listener, config, shutdown_signal()).await

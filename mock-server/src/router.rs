@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::middleware::from_fn_with_state;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
@@ -18,9 +19,10 @@ pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
         router = router.merge(dev::oauth::router(app.clone()));
     }
     if app.config.control_secret.is_some() {
-        router = router.nest("/control", dev::control::router(app));
+        router = router.nest("/control", dev::control::router(app.clone()));
     }
-    router
+    // Every route is behind the DNS-rebinding check, not only /mcp (PROTO-5).
+    router.layer(from_fn_with_state(app, http::rebinding_guard))
 }
 
 pub async fn serve(

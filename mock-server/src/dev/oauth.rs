@@ -411,15 +411,11 @@ fn parse_registration(body: &[u8]) -> Result<Registration, (&'static str, &'stat
     Ok(Registration { redirect_uris, client_name })
 }
 
-/// RFC 7591 registration. In order: a foreign `Origin` (a web page) is refused like on `/mcp`;
-/// the peer's rate (429); a JSON content type (a page cannot send one without a preflight we
-/// never grant); the body cap (413); the metadata caps (400).
+/// RFC 7591 registration. In order (a foreign `Origin` or `Host` was refused before, as on every
+/// route: `transport::http::rebinding_guard`): the peer's rate (429); a JSON content type (a page
+/// cannot send one without a preflight we never grant); the body cap (413); the metadata caps
+/// (400).
 async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
-    if let Some(origin) = request.headers().get(header::ORIGIN)
-        && !crate::transport::http::origin_allowed(&app, origin)
-    {
-        return oauth_error(StatusCode::FORBIDDEN, "access_denied", "Origin not allowed");
-    }
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
     let now = app.clock.now_ms();
     if let Err(retry_ms) = app.oauth.admit_registration(peer_key(peer), now) {

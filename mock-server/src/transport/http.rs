@@ -53,7 +53,8 @@ pub fn routes(app: Arc<App>, ct: CancellationToken) -> Router {
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mcp = Router::new().nest_service("/mcp", service).layer(from_fn_with_state(app.clone(), gate));
+    // A route layer: the gate (and its 401) is for /mcp only; an unknown path stays a 404.
+    let mcp = Router::new().nest_service("/mcp", service).route_layer(from_fn_with_state(app.clone(), gate));
     Router::new()
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .route("/.well-known/oauth-protected-resource/mcp", get(resource_metadata))
@@ -105,16 +106,64 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
 }
 
 pub(crate) fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
-    if app.defects.has(Defect::OriginUnchecked) {
-        return true;
-    }
+    app.defects.has(Defect::OriginUnchecked) || origin_ok(origin, &app.config.allowed_origins)
+}
+
+/// A loopback origin or one of `--allowed-origin`s.
+fn origin_ok(origin: &HeaderValue, allowed: &[String]) -> bool {
     let Ok(origin) = origin.to_str() else { return false };
     let host = origin.split_once("://").map_or("", |(_, rest)| rest);
     let host = host
         .rsplit_once(':')
         .map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host });
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
-        || app.config.allowed_origins.iter().any(|o| o == origin)
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]") || allowed.iter().any(|o| o == origin)
+}
+
+/// DNS-rebinding protection (PROTO-5) in front of every route but `/mcp`, whose gate checks the
+/// Origin and rmcp the Host (there the defects may switch them off; here nothing does): the
+/// control API, the authorization server, the metadata documents and unknown paths. Besides
+/// the `/mcp` origins, the server's own (`--public-url`) is allowed: its consent page posts back.
+pub async fn rebinding_guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if path == "/mcp" || path.starts_with("/mcp/") {
+        return next.run(request).await;
+    }
+    if let Some(allowed) = &app.config.allowed_hosts
+        && let Some(host) = request.headers().get(header::HOST)
+        && !host_ok(host, allowed)
+    {
+        return (StatusCode::FORBIDDEN, "Forbidden: Host not allowed").into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN)
+        && !origin_ok(origin, &app.config.allowed_origins)
+        && !own_origin(&app.public_url)
+            .is_some_and(|own| origin.as_bytes().eq_ignore_ascii_case(own.as_bytes()))
+    {
+        return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();
+    }
+    next.run(request).await
+}
+
+/// `Host` against the loopback names and `--allowed-host`s, as rmcp compares them on `/mcp`:
+/// names case-insensitive and without brackets; an allowed entry with a port needs that port.
+fn host_ok(host: &HeaderValue, allowed: &[String]) -> bool {
+    let authority = |text: &str| {
+        let a = text.trim().parse::<http::uri::Authority>().ok()?;
+        Some((a.host().trim_matches(['[', ']']).to_ascii_lowercase(), a.port_u16()))
+    };
+    let Some((name, port)) = host.to_str().ok().and_then(authority) else { return false };
+    LOOPBACK_HOSTS.iter().copied().chain(allowed.iter().map(String::as_str)).any(|entry| {
+        let (allowed_name, allowed_port) =
+            authority(entry).unwrap_or_else(|| (entry.to_ascii_lowercase(), None));
+        allowed_name == name && allowed_port.is_none_or(|p| port == Some(p))
+    })
+}
+
+/// `scheme://host[:port]` of the canonical URL: what a browser sends as `Origin` for its pages.
+fn own_origin(public_url: &str) -> Option<&str> {
+    let (scheme, rest) = public_url.split_once("://")?;
+    let end = scheme.len() + 3 + rest.find('/').unwrap_or(rest.len());
+    Some(&public_url[..end])
 }
 
 fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {

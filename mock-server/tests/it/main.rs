@@ -16,6 +16,7 @@ mod preconditions;
 mod protocol;
 mod races;
 mod rate_limits;
+mod routes;
 mod security;
 mod shutdown;
 mod stdio;
