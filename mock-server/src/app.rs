@@ -52,6 +52,8 @@ pub struct Config {
     /// Generated orders added to `rst_large` at start and on reset, for benchmarks
     /// (`store::SYNTHETIC_RESTAURANT`, docs/BENCHMARKS.md); 0 by default.
     pub synthetic_orders: usize,
+    /// Caps and timeouts of the HTTP listener: connections, header and body reads, shutdown.
+    pub serve: crate::transport::serve::ServeLimits,
 }
 
 impl Config {
@@ -72,6 +74,7 @@ impl Config {
             redis_url: None,
             redis_namespace: "chataigne".into(),
             synthetic_orders: 0,
+            serve: crate::transport::serve::ServeLimits::default(),
         }
     }
 

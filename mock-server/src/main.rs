@@ -2,12 +2,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use chataigne_contract::dataset::Dataset;
 use clap::{Parser, Subcommand};
 use mock_server::dev::faults::Deadlines;
 use mock_server::logging::{self, Format};
+use mock_server::transport::serve::ServeLimits;
 use mock_server::{Config, Defect, Variant, auth};
 
 #[derive(Parser)]
@@ -86,6 +88,19 @@ struct Cli {
     /// Secret for cursors and idempotency key hashes (replicas must share it; default random).
     #[arg(long, env = "CHATAIGNE_SECRET")]
     secret: Option<String>,
+    /// Open HTTP connections at most (lowered to fit the file descriptor limit); past it the
+    /// oldest idle connection is closed for a new one, or the new one waits for a slot.
+    #[arg(long, value_name = "N", default_value_t = ServeLimits::default().max_connections)]
+    max_connections: usize,
+    /// A request's headers must arrive within this (it also closes idle keep-alive connections).
+    #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().header_timeout))]
+    header_timeout_ms: u64,
+    /// A request's whole body must arrive within this once its headers have (408 on /mcp).
+    #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().body_timeout))]
+    body_timeout_ms: u64,
+    /// On SIGTERM or Ctrl-C, calls in flight get this long to finish; then the server exits anyway.
+    #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().shutdown_timeout))]
+    shutdown_timeout_ms: u64,
     /// Add N generated orders to rst_large, at start and on reset (benchmarks; see
     /// docs/BENCHMARKS.md).
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -179,6 +194,12 @@ fn main() -> anyhow::Result<()> {
         redis_url: cli.redis.clone(),
         redis_namespace: cli.redis_namespace.clone(),
         synthetic_orders: cli.synthetic_orders,
+        serve: ServeLimits {
+            max_connections: cli.max_connections,
+            header_timeout: Duration::from_millis(cli.header_timeout_ms),
+            body_timeout: Duration::from_millis(cli.body_timeout_ms),
+            shutdown_timeout: Duration::from_millis(cli.shutdown_timeout_ms),
+        },
         ..Config::new(dataset)
     };
     config.check_variants()?;
@@ -201,7 +222,11 @@ fn main() -> anyhow::Result<()> {
     })
 }
 
-/// SIGTERM or Ctrl-C: stop accepting, let in-flight calls finish.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// SIGTERM or Ctrl-C: stop accepting, let in-flight calls finish (for `--shutdown-timeout-ms`).
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

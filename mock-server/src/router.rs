@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::dev;
-use crate::transport::http;
+use crate::transport::{self, http};
 
 pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
     let mut router = http::routes(app.clone(), ct);
@@ -31,12 +31,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let ct = CancellationToken::new();
+    let limits = app.config.serve;
     let router = router(app, ct.child_token());
-    // rmcp's token is cancelled only once axum has drained the calls in flight: cancelling it
-    // at the signal would answer them with 500. The peer address is for the registration limit.
-    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
+    // rmcp's token is cancelled only once the calls in flight are drained (or their grace
+    // period is over): cancelling it at the signal would answer them with 500.
+    transport::serve::serve(listener, router, limits, shutdown).await;
     ct.cancel();
-    served?;
     Ok(())
 }

@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 use crate::app::App;
 use crate::auth::Principal;
 use crate::state::expiry::Swept;
+use crate::transport::serve::BodyError;
 
 /// Access tokens live an hour; refresh tokens until the server stops.
 const ACCESS_TTL_MS: i64 = 3_600_000;
@@ -443,12 +444,20 @@ async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
             "Content-Type must be application/json",
         );
     }
-    let Ok(body) = axum::body::to_bytes(request.into_body(), MAX_REGISTRATION_BYTES).await else {
-        return oauth_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_client_metadata",
-            "the registration request is over 16 KiB",
-        );
+    let body = match axum::body::to_bytes(request.into_body(), MAX_REGISTRATION_BYTES).await {
+        Ok(body) => body,
+        Err(e) => {
+            let (status, description) = match BodyError::of(&e) {
+                BodyError::TooLarge => {
+                    (StatusCode::PAYLOAD_TOO_LARGE, "the registration request is over 16 KiB")
+                }
+                BodyError::TimedOut => {
+                    (StatusCode::REQUEST_TIMEOUT, "the registration request did not arrive in time")
+                }
+                BodyError::CutShort => (StatusCode::BAD_REQUEST, "the registration request was cut short"),
+            };
+            return oauth_error(status, "invalid_client_metadata", description);
+        }
     };
     let reg = match parse_registration(&body) {
         Ok(reg) => reg,

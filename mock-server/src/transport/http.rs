@@ -21,6 +21,7 @@ use crate::app::App;
 use crate::auth::{Principal, bearer};
 use crate::dev::defects::Defect;
 use crate::transport::mcp::{Handler, RequestId, new_request_id};
+use crate::transport::serve::BodyError;
 
 /// Host names always accepted by the DNS-rebinding check (PROTO-5), besides `--allowed-host`s.
 pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
@@ -90,10 +91,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, app.defects.body_limit()).await {
             Ok(bytes) => bytes,
-            Err(_) => {
-                return (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the limit is 1 MiB")
-                    .into_response();
-            }
+            Err(e) => return body_refusal(BodyError::of(&e)),
         };
         if let Some(refusal) = check_json_rpc(&bytes) {
             return refusal;
@@ -103,6 +101,33 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     request.extensions_mut().insert(principal);
     request.extensions_mut().insert(RequestId(request_id.to_owned()));
     next.run(request).await
+}
+
+/// A body that could not be read. Only one over the limit is 413 (LIM-7); one cut short is not
+/// JSON (PROTO-2's -32700); one still incomplete at the body deadline is 408, and the
+/// connection is closed since the rest of it may still come.
+fn body_refusal(error: BodyError) -> Response {
+    match error {
+        BodyError::TooLarge => {
+            (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the limit is 1 MiB").into_response()
+        }
+        BodyError::CutShort => rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32700,
+            "Parse error: the body ended before its length",
+        ),
+        BodyError::TimedOut => {
+            let mut response = rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                Value::Null,
+                -32600,
+                "Invalid Request: the body did not arrive in time",
+            );
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+    }
 }
 
 pub(crate) fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
