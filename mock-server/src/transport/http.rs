@@ -87,6 +87,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         Some(p) => p,
         None => return unauthorized(app),
     };
+    let mut posted = None;
     if request.method() == axum::http::Method::POST {
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, app.defects.body_limit()).await {
@@ -96,11 +97,29 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         if let Some(refusal) = check_json_rpc(&bytes) {
             return refusal;
         }
+        if json_content(&parts.headers) {
+            posted = Some(bytes.clone());
+        }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     request.extensions_mut().insert(principal);
     request.extensions_mut().insert(RequestId(request_id.to_owned()));
-    next.run(request).await
+    let response = next.run(request).await;
+    // rmcp answers 415 and a text naming serde's complaint (values included) for JSON it cannot
+    // deserialize into its types; the gate's check lets such bodies through when they look
+    // right (an id too large, a params value rmcp refuses), so their answer is replaced here.
+    match posted {
+        Some(bytes) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => cannot_take(&bytes),
+        _ => response,
+    }
+}
+
+/// `Content-Type: application/json` as rmcp reads it: past this, its 415 means "cannot
+/// deserialize", not "wrong media type".
+fn json_content(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.split_once(';').map_or(v, |(essence, _)| essence).trim().eq_ignore_ascii_case("application/json")
+    })
 }
 
 /// A body that could not be read. Only one over the limit is 413 (LIM-7); one cut short is not
@@ -312,6 +331,9 @@ fn well_formed(bytes: &[u8]) -> bool {
 
 fn full_check(bytes: &Bytes) -> Option<Response> {
     let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        if valid_json(bytes) {
+            return Some(cannot_take(bytes));
+        }
         return Some(rpc_error(
             StatusCode::BAD_REQUEST,
             Value::Null,
@@ -357,6 +379,53 @@ fn full_check(bytes: &Bytes) -> Option<Response> {
         }
     }
     None
+}
+
+/// JSON by RFC 8259's grammar, whether or not serde can hold it: serde_json's skipping parser
+/// (behind `IgnoredAny`) has no depth limit and checks neither number ranges nor surrogates.
+fn valid_json(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok() && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+}
+
+/// The answer to valid JSON that serde or rmcp cannot take (nesting past 128, a number beyond
+/// f64, a lone surrogate, an id that is neither a string nor an exact integer; PROTO-2): -32602
+/// with the request's id when only its params are at fault, else -32600 with the id when it
+/// can be read, `null` otherwise. Like the gate's other refusals: 200 for -32602, 400 else.
+fn cannot_take(bytes: &[u8]) -> Response {
+    let probe = (bytes.trim_ascii_start().first() == Some(&b'{'))
+        .then(|| serde_json::from_slice::<Probe>(bytes).ok())
+        .flatten();
+    let unreadable = "Invalid Request: the message cannot be read (its id, or a value nested too deep, out of range or a lone surrogate)";
+    let Some(p) = probe else {
+        return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600, unreadable);
+    };
+    let id = p.id.and_then(readable_id);
+    let method_ok = p.method.is_some_and(|m| serde_json::from_str::<String>(m.get()).is_ok());
+    let request_ok = p.jsonrpc.map(RawValue::get) == Some("\"2.0\"") && method_ok;
+    match id {
+        Some(id) if request_ok && p.params.is_some() => rpc_error(
+            StatusCode::OK,
+            id,
+            -32602,
+            "Invalid params: a value cannot be read (nested too deep, out of range, a lone surrogate or of the wrong type)",
+        ),
+        id => rpc_error(StatusCode::BAD_REQUEST, id.unwrap_or(Value::Null), -32600, unreadable),
+    }
+}
+
+/// An id as JSON-RPC libraries keep it (rmcp's `NumberOrString`): a string, or an integer held
+/// exactly (an i64, or a float form of one below 2^53).
+fn readable_id(raw: &RawValue) -> Option<Value> {
+    match serde_json::from_str::<Value>(raw.get()).ok()? {
+        Value::String(s) => Some(Value::String(s)),
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| {
+                n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0).map(|f| f as i64)
+            })
+            .map(Value::from),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -427,6 +496,20 @@ mod tests {
         ] {
             assert!(!well_formed(body.as_bytes()), "{body}");
         }
+    }
+
+    #[test]
+    fn valid_json_is_the_rfc_8259_grammar_not_what_serde_can_hold() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        for json in
+            [deep.as_str(), "1e400", r#""\ud800""#, r#"{"a":1,"a":2}"#, "123456789012345678901234567890"]
+        {
+            assert!(valid_json(json.as_bytes()), "{json}");
+        }
+        for not_json in ["", "{", "[1,]", r#""\x""#, "\u{feff}{}", "{} x", "NaN", "\"\u{1}\""] {
+            assert!(!valid_json(not_json.as_bytes()), "{not_json}");
+        }
+        assert!(!valid_json(&[b'"', 0xff, b'"']), "not UTF-8");
     }
 
     proptest! {
