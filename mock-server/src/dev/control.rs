@@ -78,9 +78,13 @@ struct Advance {
     ms: i64,
 }
 
-async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Json<Value> {
-    app.clock.advance_ms(by.seconds.saturating_mul(1000).saturating_add(by.ms));
-    clock(State(app)).await
+/// 400 for a move backward or past ten years ahead in all (the offset would wrap negative).
+async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Response {
+    let ms = by.seconds.checked_mul(1000).and_then(|s| s.checked_add(by.ms));
+    match ms.ok_or(crate::state::clock::Advance::TooFar).and_then(|ms| app.clock.advance_ms(ms)) {
+        Ok(_) => clock(State(app)).await.into_response(),
+        Err(refused) => (StatusCode::BAD_REQUEST, refused.to_string()).into_response(),
+    }
 }
 
 async fn list_faults(State(app): State<Arc<App>>) -> Json<Value> {

@@ -1,6 +1,6 @@
 //! Which routes exist and who may reach them: the DNS-rebinding check (PROTO-5) on every route,
-//! not only `/mcp`; the control API's secret (none by default, never empty); unknown paths are
-//! 404 whatever is switched on; the binary's refusals at start.
+//! not only `/mcp`; the control API's secret (none by default, never empty) and its clock's
+//! bound; unknown paths are 404 whatever is switched on; the binary's refusals at start.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -210,4 +210,39 @@ async fn an_empty_control_secret_is_refused_at_start() {
     let config = mock_server::Config::for_tests("");
     let error = mock_server::App::new(config).map(drop).unwrap_err().to_string();
     assert!(error.contains("non-empty secret"), "{error}");
+}
+
+// The control clock moved forward by any amount wrapped its offset negative (i64::MAX seconds
+// saturated, then added): it now moves at most ten years ahead in all, never back, and a refusal
+// is a 400 that changes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_control_clock_moves_at_most_ten_years_ahead_and_never_back() {
+    let server = start().await;
+    let post = async |body: Value| {
+        let answer = client()
+            .post(server.url("/control/clock/advance"))
+            .header("x-control-secret", CONTROL_SECRET)
+            .json(&body)
+            .send()
+            .await
+            .expect("the control API answers");
+        (answer.status().as_u16(), answer.json::<Value>().await.unwrap_or(Value::Null))
+    };
+    let year = 365 * 24 * 3600_i64;
+    let (status, clock) = post(json!({ "seconds": 9 * year })).await;
+    assert_eq!(status, 200, "{clock}");
+    for refused in [
+        json!({ "seconds": 2 * year }),
+        json!({ "seconds": i64::MAX }),
+        json!({ "seconds": i64::MAX / 1000, "ms": i64::MAX }),
+        json!({ "ms": i64::MAX }),
+        json!({ "seconds": -1 }),
+    ] {
+        assert_eq!(post(refused.clone()).await.0, 400, "{refused}");
+    }
+    let now = server.get("/control/clock", &[("x-control-secret", CONTROL_SECRET)]).await;
+    assert_eq!(now.json["offset_ms"], clock["offset_ms"], "refusals moved nothing: {}", now.text);
+    assert!(now.json["now_ms"].as_i64().is_some_and(|ms| ms > 0), "{}", now.text);
+    let reply = server.call("owner", "get_restaurant", json!({ "restaurant_id": "rst_central" })).await;
+    support::expect_ok(&reply);
 }
