@@ -20,6 +20,10 @@ struct Cli {
     /// Serve Streamable HTTP at http://ADDR/mcp.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+    /// Listen on a non-loopback address although the development tokens are public (anyone who
+    /// reaches the server acts as any persona): behind a trusted proxy or on a private network.
+    #[arg(long)]
+    allow_public_bind: bool,
     /// Serve MCP over stdin/stdout instead; the token comes from CHATAIGNE_TOKEN.
     #[arg(long)]
     stdio: bool,
@@ -207,6 +211,22 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     if cli.stdio {
         return runtime.block_on(mock_server::run_stdio(config, std::env::var("CHATAIGNE_TOKEN").ok()));
+    }
+    if !cli.listen.ip().to_canonical().is_loopback() {
+        if !cli.allow_public_bind {
+            anyhow::bail!(
+                "refusing to listen on {}: the development tokens (dev-token-<persona>) are public, so anyone \
+                 who reaches this address acts as any persona. Listen on a loopback address, or pass \
+                 --allow-public-bind (behind a trusted proxy or on a private network)",
+                cli.listen
+            );
+        }
+        // To the terminal, where the person who started it looks; the log may go to a file.
+        eprintln!(
+            "warning: listening on {} (--allow-public-bind): the development tokens are public, anyone who \
+             reaches this address acts as any persona",
+            cli.listen
+        );
     }
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("binding {}", cli.listen))?;

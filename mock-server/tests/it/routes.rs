@@ -246,3 +246,28 @@ async fn the_control_clock_moves_at_most_ten_years_ahead_and_never_back() {
     let reply = server.call("owner", "get_restaurant", json!({ "restaurant_id": "rst_central" })).await;
     support::expect_ok(&reply);
 }
+
+// The development tokens are public: listening beyond loopback is refused unless asked for, and
+// then warned about on stderr.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_public_listen_address_is_refused_unless_allowed_and_then_warned_about() {
+    for address in ["0.0.0.0:0", "[::]:0"] {
+        let said = refused(&["--listen", address]).await;
+        assert!(said.contains("--allow-public-bind") && said.contains("development tokens"), "{said}");
+    }
+    let mut child = spawn(&["--listen", "0.0.0.0:0", "--allow-public-bind", "--log-file", "/dev/null"]);
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("a line on stderr in time")
+        .expect("stderr readable")
+        .expect("a warning");
+    assert!(line.starts_with("warning: listening on 0.0.0.0:0") && line.contains("public"), "{line}");
+    let _ = child.kill().await;
+    // Loopback, in either family, needs nothing.
+    let mut quiet = spawn(&["--listen", "[::ffff:127.0.0.1]:0", "--log-file", "/dev/null"]);
+    let mut lines = BufReader::new(quiet.stderr.take().unwrap()).lines();
+    let said = tokio::time::timeout(Duration::from_secs(2), lines.next_line()).await;
+    assert!(said.is_err() || matches!(said, Ok(Ok(None))), "loopback: {said:?}");
+    let _ = quiet.kill().await;
+}
