@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
+use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -240,8 +241,13 @@ pub async fn serve(
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
-                // Per-connection failures (reset before accept): the next one may be fine.
-                Err(_) => continue,
+                // A peer gone before its accept: the next one may be fine.
+                Err(e) if matches!(e.kind(), ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset) => continue,
+                // Anything else: do not spin on it.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
             },
         };
         let permit = match permits.clone().try_acquire_owned() {
