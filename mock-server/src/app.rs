@@ -54,6 +54,8 @@ pub struct Config {
     pub synthetic_orders: usize,
     /// Report internal errors to this Sentry DSN (`crate::reporting`); off when `None`.
     pub sentry_dsn: Option<String>,
+    /// Caps and timeouts of the HTTP listener: connections, header and body reads, shutdown.
+    pub serve: crate::transport::serve::ServeLimits,
 }
 
 impl Config {
@@ -75,6 +77,7 @@ impl Config {
             redis_namespace: "chataigne".into(),
             synthetic_orders: 0,
             sentry_dsn: None,
+            serve: crate::transport::serve::ServeLimits::default(),
         }
     }
 
@@ -136,6 +139,10 @@ impl App {
 
     fn build(config: Config, redis: Option<Arc<Redis>>) -> anyhow::Result<App> {
         config.check_variants()?;
+        // An empty secret would open the control API to an empty header.
+        if config.control_secret.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            anyhow::bail!("the control API needs a non-empty secret");
+        }
         let variants = Variants::new(&config.variants);
         let secret = match &config.secret {
             Some(s) => s.as_bytes().to_vec(),

@@ -1,9 +1,14 @@
 //! Structured logs with `tracing`: text or JSON, to stderr (stdout belongs to stdio MCP) or a
-//! file. What is logged is decided where calls end (handler.rs): never arguments (SEC-1).
+//! file. What is logged is decided where calls end (transport/mcp.rs): never arguments (SEC-1).
+//! Only this server's own events are written, whatever `RUST_LOG` says: libraries log what
+//! they hold at debug and trace (rmcp: whole messages; its warnings: `Host` values).
 
 use std::path::Path;
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -11,8 +16,17 @@ pub enum Format {
     Json,
 }
 
+/// Targets whose events and spans may reach the log: the library and the binary. Everything
+/// else (rmcp, hyper, axum, tower, redis, `log` records) is dropped at every level, since
+/// SEC-1 must hold whatever `RUST_LOG` asks for.
+pub fn ours(target: &str) -> bool {
+    ["mock_server", "chataigne_mock"]
+        .iter()
+        .any(|own| target.strip_prefix(own).is_some_and(|rest| rest.is_empty() || rest.starts_with("::")))
+}
+
 pub fn init(format: Format, file: Option<&Path>) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let writer = match file {
         Some(path) => {
             let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
@@ -20,10 +34,25 @@ pub fn init(format: Format, file: Option<&Path>) -> anyhow::Result<()> {
         }
         None => tracing_subscriber::fmt::writer::BoxMakeWriter::new(std::io::stderr),
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(false);
+    let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false);
+    let own = filter_fn(|metadata| ours(metadata.target()));
+    let registry = tracing_subscriber::registry().with(own).with(filter);
     let result = match format {
-        Format::Json => builder.json().flatten_event(true).try_init(),
-        Format::Text => builder.try_init(),
+        Format::Json => registry.with(layer.json().flatten_event(true)).try_init(),
+        Format::Text => registry.with(layer).try_init(),
     };
     result.map_err(|e| anyhow::anyhow!("logging: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_this_servers_targets_are_ours() {
+        for target in ["mock_server", "mock_server::transport::mcp", "chataigne_mock"] {
+            assert!(super::ours(target), "{target}");
+        }
+        for target in ["rmcp", "rmcp::transport", "hyper", "axum::rejection", "mock_serverx", "log", ""] {
+            assert!(!super::ours(target), "{target}");
+        }
+    }
 }

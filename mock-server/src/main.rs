@@ -2,12 +2,14 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use chataigne_contract::dataset::Dataset;
 use clap::{Parser, Subcommand};
 use mock_server::dev::faults::Deadlines;
 use mock_server::logging::{self, Format};
+use mock_server::transport::serve::ServeLimits;
 use mock_server::{Config, Defect, Variant, auth};
 
 #[derive(Parser)]
@@ -18,6 +20,10 @@ struct Cli {
     /// Serve Streamable HTTP at http://ADDR/mcp.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
+    /// Listen on a non-loopback address although the development tokens are public (anyone who
+    /// reaches the server acts as any persona): behind a trusted proxy or on a private network.
+    #[arg(long)]
+    allow_public_bind: bool,
     /// Serve MCP over stdin/stdout instead; the token comes from CHATAIGNE_TOKEN.
     #[arg(long)]
     stdio: bool,
@@ -27,9 +33,10 @@ struct Cli {
     /// Serve the control API under /control (reset, clock, faults, deadlines).
     #[arg(long)]
     control_api: bool,
-    /// Secret the control API requires in `x-control-secret`.
-    #[arg(long, env = "CHATAIGNE_CONTROL_SECRET", default_value = "dev-control-secret")]
-    control_secret: String,
+    /// Secret the control API requires in `x-control-secret` (not empty). Without it,
+    /// --control-api generates a random one and prints it once to stderr.
+    #[arg(long, env = "CHATAIGNE_CONTROL_SECRET")]
+    control_secret: Option<String>,
     /// Switch on a deliberate defect (see `chataigne-mock defects`); repeatable.
     #[arg(long = "defect", value_name = "NAME")]
     defects: Vec<String>,
@@ -86,6 +93,19 @@ struct Cli {
     /// Secret for cursors and idempotency key hashes (replicas must share it; default random).
     #[arg(long, env = "CHATAIGNE_SECRET")]
     secret: Option<String>,
+    /// Open HTTP connections at most (lowered to fit the file descriptor limit); past it the
+    /// oldest idle connection is closed for a new one, or the new one waits for a slot.
+    #[arg(long, value_name = "N", default_value_t = ServeLimits::default().max_connections)]
+    max_connections: usize,
+    /// A request's headers must arrive within this (it also closes idle keep-alive connections).
+    #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().header_timeout))]
+    header_timeout_ms: u64,
+    /// A request's whole body must arrive within this once its headers have (408 on /mcp).
+    #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().body_timeout))]
+    body_timeout_ms: u64,
+    /// On SIGTERM or Ctrl-C, calls in flight get this long to finish; then the server exits anyway.
+    #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().shutdown_timeout))]
+    shutdown_timeout_ms: u64,
     /// Add N generated orders to rst_large, at start and on reset (benchmarks; see
     /// docs/BENCHMARKS.md).
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -152,8 +172,16 @@ fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("unknown variant `{name}` (see `chataigne-mock variants`)"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let control_secret = match (cli.control_api, &cli.control_secret) {
+        (false, _) => None,
+        (true, Some(secret)) if secret.trim().is_empty() => {
+            anyhow::bail!("--control-secret must not be empty")
+        }
+        (true, Some(secret)) => Some(secret.clone()),
+        (true, None) => Some(mock_server::dev::control::random_secret()),
+    };
     let config = Config {
-        control_secret: cli.control_api.then(|| cli.control_secret.clone()),
+        control_secret: control_secret.clone(),
         defects,
         variants,
         deadlines: Deadlines {
@@ -176,6 +204,12 @@ fn main() -> anyhow::Result<()> {
         redis_namespace: cli.redis_namespace.clone(),
         synthetic_orders: cli.synthetic_orders,
         sentry_dsn: cli.sentry_dsn.clone(),
+        serve: ServeLimits {
+            max_connections: cli.max_connections,
+            header_timeout: Duration::from_millis(cli.header_timeout_ms),
+            body_timeout: Duration::from_millis(cli.body_timeout_ms),
+            shutdown_timeout: Duration::from_millis(cli.shutdown_timeout_ms),
+        },
         ..Config::new(dataset)
     };
     config.check_variants()?;
@@ -184,17 +218,41 @@ fn main() -> anyhow::Result<()> {
     if cli.stdio {
         return runtime.block_on(mock_server::run_stdio(config, std::env::var("CHATAIGNE_TOKEN").ok()));
     }
+    if !cli.listen.ip().to_canonical().is_loopback() {
+        if !cli.allow_public_bind {
+            anyhow::bail!(
+                "refusing to listen on {}: the development tokens (dev-token-<persona>) are public, so anyone \
+                 who reaches this address acts as any persona. Listen on a loopback address, or pass \
+                 --allow-public-bind (behind a trusted proxy or on a private network)",
+                cli.listen
+            );
+        }
+        // To the terminal, where the person who started it looks; the log may go to a file.
+        eprintln!(
+            "warning: listening on {} (--allow-public-bind): the development tokens are public, anyone who \
+             reaches this address acts as any persona",
+            cli.listen
+        );
+    }
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("binding {}", cli.listen))?;
         if cli.public_url.is_none() && cli.listen.ip().is_unspecified() {
             tracing::warn!("listening on every interface without --public-url: OAuth tokens are minted for http://{}/mcp only", listener.local_addr()?);
+        }
+        if let (Some(secret), None) = (&control_secret, &cli.control_secret) {
+            // Once, to the terminal: never into the log, which may be kept or shipped (SEC-1).
+            eprintln!("control API secret (generated for this run; --control-secret to choose one): {secret}");
         }
         tracing::info!(address = %listener.local_addr()?, control_api = cli.control_api, "serving http://{}/mcp", listener.local_addr()?);
         mock_server::run(listener, config, shutdown_signal()).await
     })
 }
 
-/// SIGTERM or Ctrl-C: stop accepting, let in-flight calls finish.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// SIGTERM or Ctrl-C: stop accepting, let in-flight calls finish (for `--shutdown-timeout-ms`).
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

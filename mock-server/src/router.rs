@@ -6,11 +6,12 @@ use std::future::Future;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::middleware::from_fn_with_state;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::dev;
-use crate::transport::http;
+use crate::transport::{self, http};
 
 pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
     let mut router = http::routes(app.clone(), ct);
@@ -18,9 +19,10 @@ pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
         router = router.merge(dev::oauth::router(app.clone()));
     }
     if app.config.control_secret.is_some() {
-        router = router.nest("/control", dev::control::router(app));
+        router = router.nest("/control", dev::control::router(app.clone()));
     }
-    router
+    // Every route is behind the DNS-rebinding check, not only /mcp (PROTO-5).
+    router.layer(from_fn_with_state(app, http::rebinding_guard))
 }
 
 pub async fn serve(
@@ -29,12 +31,11 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let ct = CancellationToken::new();
+    let limits = app.config.serve;
     let router = router(app, ct.child_token());
-    // rmcp's token is cancelled only once axum has drained the calls in flight: cancelling it
-    // at the signal would answer them with 500. The peer address is for the registration limit.
-    let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let served = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
+    // rmcp's token is cancelled only once the calls in flight are drained (or their grace
+    // period is over): cancelling it at the signal would answer them with 500.
+    transport::serve::serve(listener, router, limits, shutdown).await;
     ct.cancel();
-    served?;
     Ok(())
 }

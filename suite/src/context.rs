@@ -249,6 +249,9 @@ pub fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(timeout + Duration::from_secs(1))
         .connect_timeout(timeout.min(Duration::from_secs(10)))
+        // Idle connections are dropped before a server closes them (the reference does after
+        // 30 s, nginx after 75 s), so no call races a server closing its connection.
+        .pool_idle_timeout(Duration::from_secs(5))
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .context("cannot build the HTTP client")

@@ -34,7 +34,9 @@ pub fn start(
     defects: &[mock_server::Defect],
     variants: &[mock_server::Variant],
 ) -> anyhow::Result<(EmbeddedServer, Profile)> {
-    let secret = format!("embedded-{}", std::process::id());
+    // Random: the control API resets and reconfigures the server; a local process should not
+    // be able to guess its secret from the pid.
+    let secret = mock_server::dev::control::random_secret();
     let log_path = install_log()?;
 
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("cannot bind 127.0.0.1:0")?;

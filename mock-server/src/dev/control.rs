@@ -33,11 +33,25 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn secret(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let given = request.headers().get("x-control-secret").and_then(|v| v.to_str().ok());
+    let given = request.headers().get("x-control-secret").map(|v| v.as_bytes());
     match (&app.config.control_secret, given) {
-        (Some(expected), Some(given)) if expected == given => next.run(request).await,
+        (Some(expected), Some(given)) if same_secret(expected.as_bytes(), given) => next.run(request).await,
         _ => (StatusCode::UNAUTHORIZED, "control API: missing or wrong x-control-secret").into_response(),
     }
+}
+
+/// A secret nobody can guess, for a control API started without one (there is no default).
+pub fn random_secret() -> String {
+    use rand::Rng;
+    rand::rng().sample_iter(rand::distr::Alphanumeric).take(32).map(char::from).collect()
+}
+
+/// Constant time, on digests so that the time taken does not tell the secret's length either.
+/// `App::new` refuses an empty secret, so an empty header never matches.
+fn same_secret(expected: &[u8], given: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    Sha256::digest(expected).as_slice().ct_eq(Sha256::digest(given).as_slice()).into()
 }
 
 async fn capabilities() -> Json<Value> {
@@ -64,9 +78,13 @@ struct Advance {
     ms: i64,
 }
 
-async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Json<Value> {
-    app.clock.advance_ms(by.seconds.saturating_mul(1000).saturating_add(by.ms));
-    clock(State(app)).await
+/// 400 for a move backward or past ten years ahead in all (the offset would wrap negative).
+async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Response {
+    let ms = by.seconds.checked_mul(1000).and_then(|s| s.checked_add(by.ms));
+    match ms.ok_or(crate::state::clock::Advance::TooFar).and_then(|ms| app.clock.advance_ms(ms)) {
+        Ok(_) => clock(State(app)).await.into_response(),
+        Err(refused) => (StatusCode::BAD_REQUEST, refused.to_string()).into_response(),
+    }
 }
 
 async fn list_faults(State(app): State<Arc<App>>) -> Json<Value> {

@@ -9,6 +9,8 @@
 //! page): registration bodies and fields are capped (RFC 7591 §3.2.2 errors), registrations are
 //! limited per peer address, registered clients are capped with unused ones expiring, and each
 //! client holds a bounded number of codes and tokens (docs/RELIABILITY.md, docs/DECISIONS.md).
+//! Refresh tokens follow RFC 9700 §4.14: bound to their client, rotated on every use, a whole
+//! family revoked when a rotated one comes back, and they expire.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -24,13 +26,18 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::app::App;
 use crate::auth::Principal;
 use crate::state::expiry::Swept;
+use crate::transport::serve::BodyError;
 
-/// Access tokens live an hour; refresh tokens until the server stops.
+/// Access tokens live an hour.
 const ACCESS_TTL_MS: i64 = 3_600_000;
+/// A refresh token lives 30 days of the server's clock from its issue (each rotation starts a
+/// new one): long enough for a developer's week, not for ever.
+pub const REFRESH_TTL_MS: i64 = 30 * 24 * 3_600_000;
 /// An unused authorization code expires after ten minutes (RFC 6749 §4.1.2's maximum).
 const CODE_TTL_MS: i64 = 600_000;
 
@@ -74,7 +81,8 @@ struct Registered {
     registered_ms: i64,
     /// When a token was last issued for it; `None`: never, so it expires.
     used_ms: Option<i64>,
-    /// Its newest codes, access and refresh tokens, oldest first (some may be gone already).
+    /// Its newest codes, access tokens and refresh token families, oldest first (some may be
+    /// gone already).
     codes: VecDeque<String>,
     access: VecDeque<String>,
     refresh: VecDeque<String>,
@@ -111,6 +119,18 @@ pub struct Issued {
     pub principal: Principal,
     pub audience: String,
     pub expires_ms: i64,
+    /// The refresh token family it was issued with, revoked with it.
+    family: String,
+}
+
+/// One authorization's chain of refresh tokens (RFC 9700 §4.14.2): only the newest is good.
+/// A token is `rt_<family>.<secret>`; presenting the family with another secret is a rotated
+/// token coming back (or a forged one), and revokes the family.
+#[derive(Debug)]
+struct Family {
+    grant: Grant,
+    current: String,
+    expires_ms: i64,
 }
 
 #[derive(Debug)]
@@ -127,7 +147,8 @@ pub struct OAuth {
     limits: OAuthLimits,
     clients: Mutex<Clients>,
     codes: Mutex<Swept<String, PendingCode>>,
-    refresh: Mutex<HashMap<String, Grant>>,
+    /// Refresh token families by their id.
+    refresh: Mutex<HashMap<String, Family>>,
     access: Mutex<Swept<String, Issued>>,
     /// Registration windows per peer: (start, count).
     registrations: Mutex<Swept<IpAddr, (i64, u32)>>,
@@ -268,7 +289,7 @@ impl OAuth {
     /// Plants an access token as if issued for `audience` (tests of the resource server).
     #[cfg(test)]
     pub(crate) fn plant(&self, token: &str, principal: Principal, audience: &str, expires_ms: i64) {
-        let issued = Issued { principal, audience: audience.to_owned(), expires_ms };
+        let issued = Issued { principal, audience: audience.to_owned(), expires_ms, family: String::new() };
         lock(&self.access).map.insert(token.to_owned(), issued);
     }
 
@@ -279,32 +300,85 @@ impl OAuth {
         (issued.expires_ms > now_ms && issued.audience == audience).then(|| issued.principal.clone())
     }
 
-    /// Tokens for `grant`; `None` if its client is gone (evicted or expired). Marks it used.
+    /// Tokens for a code's `grant`, starting a refresh token family; `None` if its client is gone
+    /// (evicted or expired). Marks the client used.
     fn issue(&self, grant: &Grant, now_ms: i64) -> Option<serde_json::Value> {
         let mut clients = lock(&self.clients);
         let client = clients.map.get_mut(&grant.client_id).filter(|c| c.live(&self.limits, now_ms))?;
         client.used_ms = Some(now_ms);
-        let access_token = random_token("at_");
-        let refresh_token = random_token("rt_");
+        let family = random_token("").chars().take(24).collect::<String>();
+        let current = random_token("");
+        let refresh_token = format!("rt_{family}.{current}");
         let mut refresh = lock(&self.refresh);
-        refresh.insert(refresh_token.clone(), grant.clone());
-        keep_newest(&mut client.refresh, refresh_token.clone(), &mut refresh);
+        refresh.insert(
+            family.clone(),
+            Family { grant: grant.clone(), current, expires_ms: now_ms + REFRESH_TTL_MS },
+        );
+        keep_newest(&mut client.refresh, family.clone(), &mut refresh);
         drop(refresh);
+        let access_token = self.issue_access(client, grant, family, now_ms);
+        Some(token_response(grant, access_token, refresh_token))
+    }
+
+    /// An access token of `family` for `grant`, kept among the client's newest. Called with
+    /// `clients` locked (and `refresh` maybe: `access` comes after both).
+    fn issue_access(&self, client: &mut Registered, grant: &Grant, family: String, now_ms: i64) -> String {
+        let access_token = random_token("at_");
         let mut access = lock(&self.access);
         access.sweep_if_grown(|issued| issued.expires_ms > now_ms);
-        access.map.insert(
-            access_token.clone(),
-            Issued {
-                principal: grant.principal.clone(),
-                audience: grant.audience.clone(),
-                expires_ms: now_ms + ACCESS_TTL_MS,
-            },
-        );
+        let issued = Issued {
+            principal: grant.principal.clone(),
+            audience: grant.audience.clone(),
+            expires_ms: now_ms + ACCESS_TTL_MS,
+            family,
+        };
+        access.map.insert(access_token.clone(), issued);
         keep_newest(&mut client.access, access_token.clone(), &mut access.map);
-        Some(json!({
-            "access_token": access_token, "token_type": "Bearer", "expires_in": ACCESS_TTL_MS / 1000,
-            "refresh_token": refresh_token, "scope": grant.principal.scopes.join(" "),
-        }))
+        access_token
+    }
+
+    /// The refresh grant (RFC 6749 §6, RFC 9700 §4.14.2): `token` must be its family's newest
+    /// and `client_id` the client it was issued to; then it is rotated. A rotated token coming
+    /// back revokes the family, access tokens included: the server cannot tell which of the two
+    /// holders is the thief. A token of another client is refused without spending it.
+    fn refresh(&self, token: &str, client_id: &str, now_ms: i64) -> Result<serde_json::Value, &'static str> {
+        let unknown = "unknown, revoked or expired refresh token";
+        let (family_id, secret) = token.strip_prefix("rt_").and_then(|t| t.split_once('.')).ok_or(unknown)?;
+        let mut clients = lock(&self.clients);
+        let mut refresh = lock(&self.refresh);
+        let family = refresh.get(family_id).ok_or(unknown)?;
+        if family.grant.client_id != client_id {
+            return Err("the refresh token was issued to another client");
+        }
+        let newest: bool = family.current.as_bytes().ct_eq(secret.as_bytes()).into();
+        let expired = family.expires_ms <= now_ms;
+        let client = clients.map.get_mut(client_id).filter(|c| c.live(&self.limits, now_ms));
+        let (Some(client), true, false) = (client, newest, expired) else {
+            refresh.remove(family_id);
+            if let Some(client) = clients.map.get_mut(client_id) {
+                let mut access = lock(&self.access);
+                client.access.retain(|id| match access.map.get(id) {
+                    Some(issued) if issued.family == family_id => {
+                        access.map.remove(id);
+                        false
+                    }
+                    _ => true,
+                });
+            }
+            return Err(if !newest {
+                "a rotated refresh token was used again: its whole family is revoked"
+            } else {
+                unknown
+            });
+        };
+        client.used_ms = Some(now_ms);
+        let family = refresh.get_mut(family_id).ok_or(unknown)?;
+        family.current = random_token("");
+        family.expires_ms = now_ms + REFRESH_TTL_MS;
+        let refresh_token = format!("rt_{family_id}.{}", family.current);
+        let grant = family.grant.clone();
+        let access_token = self.issue_access(client, &grant, family_id.to_owned(), now_ms);
+        Ok(token_response(&grant, access_token, refresh_token))
     }
 
     /// A new authorization code for `grant`; `None` if its client is gone.
@@ -324,6 +398,13 @@ impl OAuth {
         let pending = lock(&self.codes).map.remove(code)?;
         (pending.expires_ms > now_ms).then_some(pending.grant)
     }
+}
+
+fn token_response(grant: &Grant, access_token: String, refresh_token: String) -> serde_json::Value {
+    json!({
+        "access_token": access_token, "token_type": "Bearer", "expires_in": ACCESS_TTL_MS / 1000,
+        "refresh_token": refresh_token, "scope": grant.principal.scopes.join(" "),
+    })
 }
 
 pub fn router(app: Arc<App>) -> Router {
@@ -362,20 +443,38 @@ struct Registration {
     client_name: Option<String>,
 }
 
-/// A redirect URI a client may register: absolute, no fragment, no blanks or controls, and not
-/// a scheme a browser would run or read locally.
+/// A redirect URI a client may register (OAuth 2.1 §2.3.1, RFC 8252): `https` on any host;
+/// `http` on a loopback host only (a native app's local listener: anywhere else the code would
+/// travel in clear); or a private-use scheme in reverse-domain form (`com.example.app:/cb`,
+/// RFC 8252 §7.1), which no browser handles itself — so never `javascript:`, `data:`, `file:`
+/// and the like. Absolute, no fragment, no user info, no blanks or controls (a CRLF would end
+/// up in a `Location` header).
 fn redirect_uri_ok(uri: &str) -> bool {
+    if uri.contains('#') || uri.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return false;
+    }
     let Some((scheme, rest)) = uri.split_once(':') else { return false };
     let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    let scheme = scheme.to_ascii_lowercase();
-    let web = matches!(scheme.as_str(), "http" | "https");
-    scheme_ok
-        && !rest.is_empty()
-        && !matches!(scheme.as_str(), "javascript" | "data" | "vbscript" | "file" | "blob")
-        && (!web || rest.strip_prefix("//").is_some_and(|r| !r.is_empty() && !r.starts_with('/')))
-        && !uri.contains('#')
-        && !uri.chars().any(|c| c.is_whitespace() || c.is_control())
+    if !scheme_ok || rest.is_empty() {
+        return false;
+    }
+    let host = || {
+        let authority = rest.strip_prefix("//")?;
+        let authority = &authority[..authority.find(['/', '?']).unwrap_or(authority.len())];
+        let parsed = authority.parse::<http::uri::Authority>().ok().filter(|_| !authority.contains('@'))?;
+        let port = &authority[parsed.host().len()..];
+        let port_ok =
+            port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+        Some(parsed.host().trim_matches(['[', ']']).to_ascii_lowercase()).filter(|h| port_ok && !h.is_empty())
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => host().is_some(),
+        "http" => {
+            host().is_some_and(|h| h == "localhost" || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()))
+        }
+        private => private.contains('.'),
+    }
 }
 
 /// RFC 7591 §2 metadata within the caps; `Err((error, description))` per §3.2.2. Other fields
@@ -397,7 +496,10 @@ fn parse_registration(body: &[u8]) -> Result<Registration, (&'static str, &'stat
                 Err(("invalid_redirect_uri", "a redirect_uri over 2048 bytes"))
             }
             Some(u) if redirect_uri_ok(u) => Ok(u.to_owned()),
-            _ => Err(("invalid_redirect_uri", "a redirect_uri is not an absolute URI without fragment")),
+            _ => Err((
+                "invalid_redirect_uri",
+                "a redirect_uri must be https, http on a loopback host, or a reverse-domain private-use scheme, without fragment",
+            )),
         })
         .collect::<Result<Vec<_>, _>>()?;
     let client_name = match object.get("client_name") {
@@ -411,15 +513,11 @@ fn parse_registration(body: &[u8]) -> Result<Registration, (&'static str, &'stat
     Ok(Registration { redirect_uris, client_name })
 }
 
-/// RFC 7591 registration. In order: a foreign `Origin` (a web page) is refused like on `/mcp`;
-/// the peer's rate (429); a JSON content type (a page cannot send one without a preflight we
-/// never grant); the body cap (413); the metadata caps (400).
+/// RFC 7591 registration. In order (a foreign `Origin` or `Host` was refused before, as on every
+/// route: `transport::http::rebinding_guard`): the peer's rate (429); a JSON content type (a page
+/// cannot send one without a preflight we never grant); the body cap (413); the metadata caps
+/// (400).
 async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
-    if let Some(origin) = request.headers().get(header::ORIGIN)
-        && !crate::transport::http::origin_allowed(&app, origin)
-    {
-        return oauth_error(StatusCode::FORBIDDEN, "access_denied", "Origin not allowed");
-    }
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
     let now = app.clock.now_ms();
     if let Err(retry_ms) = app.oauth.admit_registration(peer_key(peer), now) {
@@ -447,12 +545,20 @@ async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
             "Content-Type must be application/json",
         );
     }
-    let Ok(body) = axum::body::to_bytes(request.into_body(), MAX_REGISTRATION_BYTES).await else {
-        return oauth_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "invalid_client_metadata",
-            "the registration request is over 16 KiB",
-        );
+    let body = match axum::body::to_bytes(request.into_body(), MAX_REGISTRATION_BYTES).await {
+        Ok(body) => body,
+        Err(e) => {
+            let (status, description) = match BodyError::of(&e) {
+                BodyError::TooLarge => {
+                    (StatusCode::PAYLOAD_TOO_LARGE, "the registration request is over 16 KiB")
+                }
+                BodyError::TimedOut => {
+                    (StatusCode::REQUEST_TIMEOUT, "the registration request did not arrive in time")
+                }
+                BodyError::CutShort => (StatusCode::BAD_REQUEST, "the registration request was cut short"),
+            };
+            return oauth_error(status, "invalid_client_metadata", description);
+        }
     };
     let reg = match parse_registration(&body) {
         Ok(reg) => reg,
@@ -566,12 +672,16 @@ async fn consent(State(app): State<Arc<App>>, Query(p): Query<AuthorizeParams>) 
             )
         })
         .collect();
-    Html(format!(
+    let page = Html(format!(
         "<!doctype html><title>Chataigne development sign-in</title><h1>Act as which persona?</h1>\
          <p>Development authorization server of the Chataigne reference MCP server.</p>\
          <form method=\"post\" action=\"/oauth/authorize\">{hidden}{buttons}</form>"
-    ))
-    .into_response()
+    ));
+    // Never inside another page's frame: a page could otherwise overlay it and have the
+    // developer click a persona for a client they did not mean to approve (clickjacking).
+    let no_framing =
+        [(header::X_FRAME_OPTIONS, "DENY"), (header::CONTENT_SECURITY_POLICY, "frame-ancestors 'none'")];
+    (no_framing, page).into_response()
 }
 
 async fn approve(State(app): State<Arc<App>>, Form(p): Form<AuthorizeParams>) -> Response {
@@ -651,7 +761,7 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
             "resource is not this server's canonical resource",
         );
     }
-    let grant = match req.grant_type.as_str() {
+    let body = match req.grant_type.as_str() {
         "authorization_code" => {
             let grant = req.code.as_deref().and_then(|c| app.oauth.take_code(c, now));
             let Some(grant) = grant else {
@@ -661,10 +771,9 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
                     "unknown, used or expired code",
                 );
             };
-            let verifier_ok = req
-                .code_verifier
-                .as_deref()
-                .is_some_and(|v| URL_SAFE_NO_PAD.encode(Sha256::digest(v.as_bytes())) == grant.challenge);
+            let verifier_ok = req.code_verifier.as_deref().is_some_and(|v| {
+                verifier_ok(v) && URL_SAFE_NO_PAD.encode(Sha256::digest(v.as_bytes())) == grant.challenge
+            });
             if !verifier_ok
                 || req.client_id.as_deref() != Some(grant.client_id.as_str())
                 || req.redirect_uri.as_deref() != Some(grant.redirect_uri.as_str())
@@ -675,23 +784,42 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
                     "PKCE, client or redirect mismatch",
                 );
             }
-            grant
+            let Some(body) = app.oauth.issue(&grant, now) else {
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_grant",
+                    "the client is no longer registered",
+                );
+            };
+            body
         }
         "refresh_token" => {
-            let grant = req.refresh_token.as_deref().and_then(|t| lock(&app.oauth.refresh).remove(t));
-            match grant {
-                Some(grant) => grant,
-                None => {
-                    return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "unknown refresh token");
+            // A public client names itself (OAuth 2.1 §4.3.1): its tokens are bound to it.
+            let (Some(token), Some(client_id)) = (req.refresh_token.as_deref(), req.client_id.as_deref())
+            else {
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "refresh_token and client_id are required",
+                );
+            };
+            match app.oauth.refresh(token, client_id, now) {
+                Ok(body) => body,
+                Err(description) => {
+                    return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", description);
                 }
             }
         }
         _ => return oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type", "code or refresh_token"),
     };
-    let Some(body) = app.oauth.issue(&grant, now) else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "the client is no longer registered");
-    };
     ([(header::CACHE_CONTROL, "no-store")], Json(body)).into_response()
+}
+
+/// An RFC 7636 §4.1 code verifier: 43 to 128 characters of the unreserved set. A short one
+/// could be guessed from its challenge.
+fn verifier_ok(verifier: &str) -> bool {
+    (43..=128).contains(&verifier.len())
+        && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
 #[cfg(test)]
@@ -713,6 +841,14 @@ mod tests {
             principal: Principal { user_id: "usr_a".into(), client_id, scopes: vec![] },
             audience: "http://127.0.0.1/mcp".into(),
         }
+    }
+
+    #[test]
+    fn code_verifiers_are_43_to_128_unreserved_characters() {
+        let ok = |v: &str| verifier_ok(v);
+        assert!(ok(&"a".repeat(43)) && ok(&"Z-._~9".repeat(22)[..128]));
+        assert!(!ok("a") && !ok(&"a".repeat(42)) && !ok(&"a".repeat(129)));
+        assert!(!ok(&format!("{}+", "a".repeat(42))) && !ok(&format!("{} ", "a".repeat(43))));
     }
 
     #[test]
@@ -790,7 +926,7 @@ mod tests {
         grant(&oauth, 8);
         assert!(oauth.park_code(used.clone(), 8).is_none(), "the least recently used client went");
         assert!(oauth.check(token["access_token"].as_str().unwrap(), &used.audience, 8).is_none());
-        assert!(lock(&oauth.refresh).get(token["refresh_token"].as_str().unwrap()).is_none());
+        assert!(oauth.refresh(token["refresh_token"].as_str().unwrap(), &used.client_id, 8).is_err());
         assert_eq!(lock(&oauth.clients).map.len(), 3);
     }
 
@@ -827,10 +963,32 @@ mod tests {
 
     #[test]
     fn redirect_uris_must_be_absolute_and_harmless() {
-        for ok in ["http://127.0.0.1:9/cb", "https://app.example.com/cb?x=1", "com.example.app:/oauth"] {
+        for ok in [
+            "http://127.0.0.1:9/cb",
+            "http://localhost:6274/oauth/callback",
+            "http://[::1]/cb",
+            "http://127.0.0.2",
+            "https://app.example.com/cb?x=1",
+            "https://app.example.com",
+            "com.example.app:/oauth",
+            "com.example.app://oauth",
+        ] {
             assert!(redirect_uri_ok(ok), "{ok}");
         }
         for bad in [
+            "http://app.example.com/cb",
+            "http://127.0.0.1.evil.example/cb",
+            "http://127.0.0.1@evil.example/cb",
+            "https://user@app.example.com/cb",
+            "http://localhost:port/cb",
+            "https:///cb",
+            "myapp:/cb",
+            "mailto:a@example.com",
+            "ftp://127.0.0.1/cb",
+            "ws://127.0.0.1/cb",
+            "data:,x",
+            "blob:https://app.example.com/x",
+            "http://127.0.0.1:9/cb\r\nSet-Cookie: x=y",
             "/cb",
             "cb",
             "http:",

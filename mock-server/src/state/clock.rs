@@ -4,6 +4,18 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// How far ahead of the wall clock the server's clock may be moved: ten years (of 366 days).
+pub const MAX_OFFSET_MS: i64 = 10 * 366 * 24 * 3_600_000;
+
+/// Why the clock was not moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Advance {
+    #[error("the clock only moves forward")]
+    Backward,
+    #[error("the clock moves at most ten years ahead in all")]
+    TooFar,
+}
+
 #[derive(Debug, Default)]
 pub struct Clock {
     offset_ms: AtomicI64,
@@ -20,9 +32,18 @@ impl Clock {
         chataigne_contract::time::format_timestamp(self.now_ms().div_euclid(1000))
     }
 
-    /// Move time forward (never backward: retention and windows assume monotonic time).
-    pub fn advance_ms(&self, ms: i64) {
-        self.offset_ms.fetch_add(ms.max(0), Ordering::Relaxed);
+    /// Move time forward by `ms`; the new offset, or why not. Never backward (retention and
+    /// windows assume monotonic time), and at most [`MAX_OFFSET_MS`] ahead in all: past it the
+    /// offset would wrap negative, and timestamps leave the years the contract can write.
+    pub fn advance_ms(&self, ms: i64) -> Result<i64, Advance> {
+        if ms < 0 {
+            return Err(Advance::Backward);
+        }
+        let ahead = |offset: i64| offset.checked_add(ms).filter(|o| *o <= MAX_OFFSET_MS);
+        match self.offset_ms.fetch_update(Ordering::Relaxed, Ordering::Relaxed, ahead) {
+            Ok(before) => Ok(before + ms),
+            Err(_) => Err(Advance::TooFar),
+        }
     }
 
     pub fn offset_ms(&self) -> i64 {
@@ -31,5 +52,21 @@ impl Clock {
 
     pub fn reset(&self) {
         self.offset_ms.store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_offset_is_bounded_and_never_wraps() {
+        let clock = Clock::default();
+        assert_eq!(clock.advance_ms(MAX_OFFSET_MS - 1), Ok(MAX_OFFSET_MS - 1));
+        assert_eq!(clock.advance_ms(1), Ok(MAX_OFFSET_MS));
+        assert_eq!(clock.advance_ms(1), Err(Advance::TooFar));
+        assert_eq!(clock.advance_ms(i64::MAX), Err(Advance::TooFar));
+        assert_eq!(clock.advance_ms(-1), Err(Advance::Backward));
+        assert_eq!(clock.offset_ms(), MAX_OFFSET_MS, "refusals change nothing");
     }
 }

@@ -21,6 +21,7 @@ use crate::app::App;
 use crate::auth::{Principal, bearer};
 use crate::dev::defects::Defect;
 use crate::transport::mcp::{Handler, RequestId, new_request_id};
+use crate::transport::serve::BodyError;
 
 /// Host names always accepted by the DNS-rebinding check (PROTO-5), besides `--allowed-host`s.
 pub const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "::1", "[::1]"];
@@ -53,7 +54,8 @@ pub fn routes(app: Arc<App>, ct: CancellationToken) -> Router {
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mcp = Router::new().nest_service("/mcp", service).layer(from_fn_with_state(app.clone(), gate));
+    // A route layer: the gate (and its 401) is for /mcp only; an unknown path stays a 404.
+    let mcp = Router::new().nest_service("/mcp", service).route_layer(from_fn_with_state(app.clone(), gate));
     Router::new()
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .route("/.well-known/oauth-protected-resource/mcp", get(resource_metadata))
@@ -85,36 +87,127 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         Some(p) => p,
         None => return unauthorized(app),
     };
+    let mut posted = None;
     if request.method() == axum::http::Method::POST {
         let (parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, app.defects.body_limit()).await {
             Ok(bytes) => bytes,
-            Err(_) => {
-                return (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the limit is 1 MiB")
-                    .into_response();
-            }
+            Err(e) => return body_refusal(BodyError::of(&e)),
         };
         if let Some(refusal) = check_json_rpc(&bytes) {
             return refusal;
+        }
+        if json_content(&parts.headers) {
+            posted = Some(bytes.clone());
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
     request.extensions_mut().insert(principal);
     request.extensions_mut().insert(RequestId(request_id.to_owned()));
-    next.run(request).await
+    let response = next.run(request).await;
+    // rmcp answers 415 and a text naming serde's complaint (values included) for JSON it cannot
+    // deserialize into its types; the gate's check lets such bodies through when they look
+    // right (an id too large, a params value rmcp refuses), so their answer is replaced here.
+    match posted {
+        Some(bytes) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => cannot_take(&bytes),
+        _ => response,
+    }
+}
+
+/// `Content-Type: application/json` as rmcp reads it: past this, its 415 means "cannot
+/// deserialize", not "wrong media type".
+fn json_content(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.split_once(';').map_or(v, |(essence, _)| essence).trim().eq_ignore_ascii_case("application/json")
+    })
+}
+
+/// A body that could not be read. Only one over the limit is 413 (LIM-7); one cut short is not
+/// JSON (PROTO-2's -32700); one still incomplete at the body deadline is 408, and the
+/// connection is closed since the rest of it may still come.
+fn body_refusal(error: BodyError) -> Response {
+    match error {
+        BodyError::TooLarge => {
+            (StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large: the limit is 1 MiB").into_response()
+        }
+        BodyError::CutShort => rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            -32700,
+            "Parse error: the body ended before its length",
+        ),
+        BodyError::TimedOut => {
+            let mut response = rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                Value::Null,
+                -32600,
+                "Invalid Request: the body did not arrive in time",
+            );
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+    }
 }
 
 pub(crate) fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
-    if app.defects.has(Defect::OriginUnchecked) {
-        return true;
-    }
+    app.defects.has(Defect::OriginUnchecked) || origin_ok(origin, &app.config.allowed_origins)
+}
+
+/// A loopback origin or one of `--allowed-origin`s.
+fn origin_ok(origin: &HeaderValue, allowed: &[String]) -> bool {
     let Ok(origin) = origin.to_str() else { return false };
     let host = origin.split_once("://").map_or("", |(_, rest)| rest);
     let host = host
         .rsplit_once(':')
         .map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host });
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
-        || app.config.allowed_origins.iter().any(|o| o == origin)
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]") || allowed.iter().any(|o| o == origin)
+}
+
+/// DNS-rebinding protection (PROTO-5) in front of every route but `/mcp`, whose gate checks the
+/// Origin and rmcp the Host (there the defects may switch them off; here nothing does): the
+/// control API, the authorization server, the metadata documents and unknown paths. Besides
+/// the `/mcp` origins, the server's own (`--public-url`) is allowed: its consent page posts back.
+pub async fn rebinding_guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if path == "/mcp" || path.starts_with("/mcp/") {
+        return next.run(request).await;
+    }
+    if let Some(allowed) = &app.config.allowed_hosts
+        && let Some(host) = request.headers().get(header::HOST)
+        && !host_ok(host, allowed)
+    {
+        return (StatusCode::FORBIDDEN, "Forbidden: Host not allowed").into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN)
+        && !origin_ok(origin, &app.config.allowed_origins)
+        && !own_origin(&app.public_url)
+            .is_some_and(|own| origin.as_bytes().eq_ignore_ascii_case(own.as_bytes()))
+    {
+        return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();
+    }
+    next.run(request).await
+}
+
+/// `Host` against the loopback names and `--allowed-host`s, as rmcp compares them on `/mcp`:
+/// names case-insensitive and without brackets; an allowed entry with a port needs that port.
+fn host_ok(host: &HeaderValue, allowed: &[String]) -> bool {
+    let authority = |text: &str| {
+        let a = text.trim().parse::<http::uri::Authority>().ok()?;
+        Some((a.host().trim_matches(['[', ']']).to_ascii_lowercase(), a.port_u16()))
+    };
+    let Some((name, port)) = host.to_str().ok().and_then(authority) else { return false };
+    LOOPBACK_HOSTS.iter().copied().chain(allowed.iter().map(String::as_str)).any(|entry| {
+        let (allowed_name, allowed_port) =
+            authority(entry).unwrap_or_else(|| (entry.to_ascii_lowercase(), None));
+        allowed_name == name && allowed_port.is_none_or(|p| port == Some(p))
+    })
+}
+
+/// `scheme://host[:port]` of the canonical URL: what a browser sends as `Origin` for its pages.
+fn own_origin(public_url: &str) -> Option<&str> {
+    let (scheme, rest) = public_url.split_once("://")?;
+    let end = scheme.len() + 3 + rest.find('/').unwrap_or(rest.len());
+    Some(&public_url[..end])
 }
 
 fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
@@ -238,6 +331,9 @@ fn well_formed(bytes: &[u8]) -> bool {
 
 fn full_check(bytes: &Bytes) -> Option<Response> {
     let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        if valid_json(bytes) {
+            return Some(cannot_take(bytes));
+        }
         return Some(rpc_error(
             StatusCode::BAD_REQUEST,
             Value::Null,
@@ -283,6 +379,53 @@ fn full_check(bytes: &Bytes) -> Option<Response> {
         }
     }
     None
+}
+
+/// JSON by RFC 8259's grammar, whether or not serde can hold it: serde_json's skipping parser
+/// (behind `IgnoredAny`) has no depth limit and checks neither number ranges nor surrogates.
+fn valid_json(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok() && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+}
+
+/// The answer to valid JSON that serde or rmcp cannot take (nesting past 128, a number beyond
+/// f64, a lone surrogate, an id that is neither a string nor an exact integer; PROTO-2): -32602
+/// with the request's id when only its params are at fault, else -32600 with the id when it
+/// can be read, `null` otherwise. Like the gate's other refusals: 200 for -32602, 400 else.
+fn cannot_take(bytes: &[u8]) -> Response {
+    let probe = (bytes.trim_ascii_start().first() == Some(&b'{'))
+        .then(|| serde_json::from_slice::<Probe>(bytes).ok())
+        .flatten();
+    let unreadable = "Invalid Request: the message cannot be read (its id, or a value nested too deep, out of range or a lone surrogate)";
+    let Some(p) = probe else {
+        return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600, unreadable);
+    };
+    let id = p.id.and_then(readable_id);
+    let method_ok = p.method.is_some_and(|m| serde_json::from_str::<String>(m.get()).is_ok());
+    let request_ok = p.jsonrpc.map(RawValue::get) == Some("\"2.0\"") && method_ok;
+    match id {
+        Some(id) if request_ok && p.params.is_some() => rpc_error(
+            StatusCode::OK,
+            id,
+            -32602,
+            "Invalid params: a value cannot be read (nested too deep, out of range, a lone surrogate or of the wrong type)",
+        ),
+        id => rpc_error(StatusCode::BAD_REQUEST, id.unwrap_or(Value::Null), -32600, unreadable),
+    }
+}
+
+/// An id as JSON-RPC libraries keep it (rmcp's `NumberOrString`): a string, or an integer held
+/// exactly (an i64, or a float form of one below 2^53).
+fn readable_id(raw: &RawValue) -> Option<Value> {
+    match serde_json::from_str::<Value>(raw.get()).ok()? {
+        Value::String(s) => Some(Value::String(s)),
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| {
+                n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0).map(|f| f as i64)
+            })
+            .map(Value::from),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -353,6 +496,20 @@ mod tests {
         ] {
             assert!(!well_formed(body.as_bytes()), "{body}");
         }
+    }
+
+    #[test]
+    fn valid_json_is_the_rfc_8259_grammar_not_what_serde_can_hold() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        for json in
+            [deep.as_str(), "1e400", r#""\ud800""#, r#"{"a":1,"a":2}"#, "123456789012345678901234567890"]
+        {
+            assert!(valid_json(json.as_bytes()), "{json}");
+        }
+        for not_json in ["", "{", "[1,]", r#""\x""#, "\u{feff}{}", "{} x", "NaN", "\"\u{1}\""] {
+            assert!(!valid_json(not_json.as_bytes()), "{not_json}");
+        }
+        assert!(!valid_json(&[b'"', 0xff, b'"']), "not UTF-8");
     }
 
     proptest! {

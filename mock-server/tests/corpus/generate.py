@@ -25,10 +25,29 @@ for i, text in enumerate(["", " ", "{", "}", "[", "{\"jsonrpc\":", "nul", "tru",
         "{\"a\":\"unterminated}", "{\"a\":[1,2}", "/* c */ {}", "{} {}", "\"\\u00\"", "{\"jsonrpc\":\"2.0\",}",
         "\x01\x02\x03", "{\"a\":tru}"]):
     case(f"not-json-{i}", text, 400, rpc=-32700)
-# Deep nesting beyond the parser's recursion limit.
+# Deep nesting beyond the parser's recursion limit: valid JSON (RFC 8259), but not a JSON-RPC
+# object (-32600).
 for depth in [200, 1000, 10000]:
-    case(f"deep-array-{depth}", "[" * depth + "]" * depth, 400, rpc=-32700)
-    case(f"deep-object-{depth}", "{\"a\":" * depth + "1" + "}" * depth, 400, rpc=-32700)
+    case(f"deep-array-{depth}", "[" * depth + "]" * depth, 400, rpc=-32600)
+    case(f"deep-object-{depth}", "{\"a\":" * depth + "1" + "}" * depth, 400, rpc=-32600)
+# Valid JSON that serde or rmcp cannot take (rmcp answered 415 text): -32602 with the id when only
+# params are at fault, else -32600 (PROTO-2).
+def raw_call(args_text, rid="1", method="tools/call", name="get_order"):
+    return '{"jsonrpc":"2.0","id":%s,"method":"%s","params":{"name":"%s","arguments":%s}}' % (rid, method, name, args_text)
+case("unreadable-deep-arguments-130", raw_call('{"a":' + "[" * 130 + "]" * 130 + "}"), 200, rpc=-32602)
+case("unreadable-deep-arguments-5000", raw_call('{"a":' + "[" * 5000 + "]" * 5000 + "}"), 200, rpc=-32602)
+case("unreadable-number-1e400", raw_call('{"a":1e400}'), 200, rpc=-32602)
+case("unreadable-number-minus-1e400", raw_call('{"restaurant_id":"rst_central","order_id":-1e400}'), 200, rpc=-32602)
+case("unreadable-lone-surrogate-argument", raw_call('{"a":"\\ud800"}'), 200, rpc=-32602)
+case("unreadable-lone-low-surrogate-argument", raw_call('{"a":"x\\udc00y"}'), 200, rpc=-32602)
+case("unreadable-lone-surrogate-name", raw_call("{}", name="\\ud800"), 200, rpc=-32602)
+case("unreadable-huge-id", raw_call("{}", rid="123456789012345678901234567890"), 400, rpc=-32600)
+case("unreadable-huge-id-list", '{"jsonrpc":"2.0","id":1e400,"method":"tools/list"}', 400, rpc=-32600)
+case("unreadable-fractional-id", '{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', 400, rpc=-32600)
+case("unreadable-lone-surrogate-id", '{"jsonrpc":"2.0","id":"\\ud800","method":"tools/list"}', 400, rpc=-32600)
+case("unreadable-lone-surrogate-method", '{"jsonrpc":"2.0","id":1,"method":"\\ud800"}', 400, rpc=-32600)
+case("unreadable-notification", '{"jsonrpc":"2.0","method":"notifications/initialized","params":{"a":1e400}}', 400, rpc=-32600)
+case("unreadable-list-params", '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":' + "[" * 200 + "]" * 200 + "}}", 200, rpc=-32602)
 
 # 2. JSON, but not a JSON-RPC 2.0 object (-32600).
 for i, value in enumerate([None, True, 1, "text", [], [{"jsonrpc": "2.0", "id": 1, "method": "ping"}], {},

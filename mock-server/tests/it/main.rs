@@ -5,6 +5,7 @@ mod support;
 
 mod absent;
 mod authorization;
+mod connections;
 mod deadlines;
 mod envelope;
 mod idempotency;
@@ -17,6 +18,7 @@ mod protocol;
 mod races;
 mod rate_limits;
 mod reporting;
+mod routes;
 mod security;
 mod shutdown;
 mod stdio;

@@ -68,8 +68,13 @@ async fn call_tool(base: &str, token: &str) -> reqwest::Response {
         .unwrap()
 }
 
-/// Register, consent as a persona, exchange the code; returns the token response.
-async fn authorize(base: &str, resource: Option<&str>, verifier: &str, sent_verifier: &str) -> (u16, Value) {
+/// Register, consent as a persona, exchange the code; returns the token response and the client.
+async fn authorize(
+    base: &str,
+    resource: Option<&str>,
+    verifier: &str,
+    sent_verifier: &str,
+) -> (u16, Value, String) {
     let http = client();
     let meta: Value = http
         .get(format!("{base}/.well-known/oauth-authorization-server"))
@@ -125,14 +130,24 @@ async fn authorize(base: &str, resource: Option<&str>, verifier: &str, sent_veri
         .send()
         .await
         .unwrap();
-    (token.status().as_u16(), token.json().await.unwrap())
+    (token.status().as_u16(), token.json().await.unwrap(), client_id)
+}
+
+/// The refresh grant: (HTTP status, body).
+async fn refresh(base: &str, refresh_token: &str, client_id: Option<&str>) -> (u16, Value) {
+    let mut form = vec![("grant_type", "refresh_token"), ("refresh_token", refresh_token)];
+    if let Some(client_id) = client_id {
+        form.push(("client_id", client_id));
+    }
+    let answer = client().post(format!("{base}/oauth/token")).form_body(encode(&form)).send().await.unwrap();
+    (answer.status().as_u16(), answer.json().await.unwrap_or(Value::Null))
 }
 
 #[tokio::test]
 async fn pkce_flow_issues_a_token_that_calls_tools_and_refreshes() {
     let base = start().await;
     let verifier = "a-verifier-of-at-least-forty-three-characters-0123456789";
-    let (status, token) = authorize(&base, Some(&format!("{base}/mcp")), verifier, verifier).await;
+    let (status, token, client_id) = authorize(&base, Some(&format!("{base}/mcp")), verifier, verifier).await;
     assert_eq!(status, 200, "{token}");
     let access = token["access_token"].as_str().unwrap();
     let reply: Value = call_tool(&base, access).await.json().await.unwrap();
@@ -140,27 +155,115 @@ async fn pkce_flow_issues_a_token_that_calls_tools_and_refreshes() {
     assert_eq!(orgs[0]["id"], "org_maison", "{reply}");
     assert_eq!(orgs[0]["role"], "manager");
 
-    let refreshed: Value = client()
-        .post(format!("{base}/oauth/token"))
-        .form_body(encode(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", token["refresh_token"].as_str().unwrap()),
-        ]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (status, refreshed) =
+        refresh(&base, token["refresh_token"].as_str().unwrap(), Some(&client_id)).await;
+    assert_eq!(status, 200, "{refreshed}");
     let again = call_tool(&base, refreshed["access_token"].as_str().unwrap()).await;
     assert_eq!(again.status(), 200);
+}
+
+// OAuth 2.1 §4.3.1: a refresh token works only for the client it was issued to, which names
+// itself; another client's attempt does not spend it.
+#[tokio::test(flavor = "multi_thread")]
+async fn refresh_tokens_work_only_for_their_client() {
+    let server = crate::support::start().await;
+    let base = server.base.clone();
+    let (mine, other) = (new_client(&base).await, new_client(&base).await);
+    let token = token_through(&base, &mine, "manager").await;
+    let r0 = token["refresh_token"].as_str().unwrap();
+    let (status, body) = refresh(&base, r0, Some(&other)).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "another client: {body}");
+    let (status, body) = refresh(&base, r0, None).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_request")), "no client_id: {body}");
+    let (status, body) = refresh(&base, r0, Some(&mine)).await;
+    assert_eq!(status, 200, "not spent by the refusals: {body}");
+}
+
+// RFC 9700 §4.14.2: refresh tokens rotate, and a rotated one coming back (a thief or the client
+// replaying: the server cannot tell) revokes its whole family, refresh and access tokens; other
+// authorizations of the same client stay.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reused_refresh_token_revokes_its_family() {
+    let server = crate::support::start().await;
+    let base = server.base.clone();
+    let mine = new_client(&base).await;
+    let first = token_through(&base, &mine, "manager").await;
+    let kept = token_through(&base, &mine, "manager").await;
+    let r0 = first["refresh_token"].as_str().unwrap();
+    let (status, second) = refresh(&base, r0, Some(&mine)).await;
+    assert_eq!(status, 200, "{second}");
+    let r1 = second["refresh_token"].as_str().unwrap();
+    assert_ne!(r1, r0, "rotated");
+    for access in [&first, &second] {
+        assert_eq!(call_tool(&base, access["access_token"].as_str().unwrap()).await.status(), 200);
+    }
+    let (status, body) = refresh(&base, r0, Some(&mine)).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "reuse: {body}");
+    let (status, body) = refresh(&base, r1, Some(&mine)).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "r1 revoked with it: {body}");
+    for access in [&first, &second] {
+        let status = call_tool(&base, access["access_token"].as_str().unwrap()).await.status();
+        assert_eq!(status, 401, "the family's access tokens are revoked");
+    }
+    assert_eq!(call_tool(&base, kept["access_token"].as_str().unwrap()).await.status(), 200);
+    let (status, body) = refresh(&base, kept["refresh_token"].as_str().unwrap(), Some(&mine)).await;
+    assert_eq!(status, 200, "another family: {body}");
+}
+
+// Refresh tokens expire 30 days (of the server's clock) after their issue; each rotation
+// starts a new 30 days.
+#[tokio::test(flavor = "multi_thread")]
+async fn refresh_tokens_expire_after_30_days() {
+    let server = crate::support::start().await;
+    let base = server.base.clone();
+    let client_id = new_client(&base).await;
+    let token = token_through(&base, &client_id, "manager").await;
+    let day = 24 * 3600;
+    server.advance(29 * day).await;
+    let (status, rotated) = refresh(&base, token["refresh_token"].as_str().unwrap(), Some(&client_id)).await;
+    assert_eq!(status, 200, "29 days on: {rotated}");
+    server.advance(29 * day).await;
+    let (status, later) = refresh(&base, rotated["refresh_token"].as_str().unwrap(), Some(&client_id)).await;
+    assert_eq!(status, 200, "29 days after its rotation: {later}");
+    server.advance(30 * day).await;
+    let (status, body) = refresh(&base, later["refresh_token"].as_str().unwrap(), Some(&client_id)).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "30 days on: {body}");
+}
+
+// The consent page says no page may frame it (clickjacking: a page overlaying it could have the
+// developer approve a client they did not mean to), in both the old and the CSP form.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consent_page_cannot_be_framed() {
+    let base = start().await;
+    let client_id = new_client(&base).await;
+    let url = format!("{base}/oauth/authorize?{}", encode(&authorization(&client_id, None)));
+    let page = client().get(url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers().get("x-frame-options").and_then(|v| v.to_str().ok()), Some("DENY"));
+    let csp = page.headers().get("content-security-policy").and_then(|v| v.to_str().ok());
+    assert_eq!(csp, Some("frame-ancestors 'none'"));
+}
+
+// RFC 7636 §4.1: a code verifier is 43 to 128 characters of the unreserved set; a 1-character
+// one (its challenge computed honestly) gets no token.
+#[tokio::test(flavor = "multi_thread")]
+async fn code_verifiers_outside_rfc_7636_get_no_token() {
+    let base = start().await;
+    for verifier in ["a".to_owned(), "a".repeat(42), "a".repeat(129), format!("{}/", "a".repeat(42))] {
+        let (status, body, _) = authorize(&base, None, &verifier, &verifier).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "{verifier}: {body}");
+    }
+    for verifier in ["~".repeat(43), "Az0-._~".repeat(19)[..128].to_owned()] {
+        let (status, body, _) = authorize(&base, None, &verifier, &verifier).await;
+        assert_eq!(status, 200, "{verifier}: {body}");
+    }
 }
 
 #[tokio::test]
 async fn wrong_verifier_gets_no_token() {
     let base = start().await;
     let verifier = "a-verifier-of-at-least-forty-three-characters-0123456789";
-    let (status, body) =
+    let (status, body, _) =
         authorize(&base, None, verifier, "another-verifier-of-at-least-forty-three-chars-000").await;
     assert_eq!(status, 400);
     assert_eq!(body["error"], "invalid_grant");
@@ -414,6 +517,11 @@ async fn registration_fields_over_their_caps_get_rfc7591_errors() {
         (json!({ "redirect_uris": nine }), "invalid_redirect_uri"),
         (json!({ "redirect_uris": [uri(2049)] }), "invalid_redirect_uri"),
         (json!({ "redirect_uris": ["javascript:alert(1)"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["data:text/html,<script>x</script>"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["http://127.0.0.1:9/cb\r\nSet-Cookie: x=y"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["http://app.example.com/cb"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["http://127.0.0.1@evil.example/cb"] }), "invalid_redirect_uri"),
+        (json!({ "redirect_uris": ["myapp:/cb"] }), "invalid_redirect_uri"),
         (json!({ "redirect_uris": ["/relative"] }), "invalid_redirect_uri"),
         (json!({ "redirect_uris": ["http://127.0.0.1:9/cb#fragment"] }), "invalid_redirect_uri"),
         (json!({ "redirect_uris": [7] }), "invalid_redirect_uri"),
@@ -442,9 +550,12 @@ async fn registration_fields_over_their_caps_get_rfc7591_errors() {
     assert_eq!(status, 201, "{answer}");
     assert_eq!(answer["redirect_uris"], json!(eight));
     assert_eq!(answer["client_name"], json!(name));
-    // A native app's private-use scheme is a redirect URI too (RFC 8252 §7.1).
-    let (status, _, _) = register(&base, &json!({ "redirect_uris": ["com.example.app:/oauth"] })).await;
-    assert_eq!(status, 201);
+    // A native app's private-use scheme in reverse-domain form is a redirect URI too (RFC 8252
+    // §7.1), and so is https anywhere and http on a loopback host.
+    let allowed =
+        ["com.example.app:/oauth", "https://app.example.com/cb", "http://localhost:6274/oauth/callback"];
+    let (status, _, body) = register(&base, &json!({ "redirect_uris": allowed })).await;
+    assert_eq!(status, 201, "{body}");
     // The challenge a code keeps is an S256 one: 43 characters, nothing longer.
     let client_id = new_client(&base).await;
     let mut form = authorization(&client_id, None);
@@ -479,16 +590,8 @@ async fn registered_clients_are_capped_and_the_oldest_unused_goes_first() {
         assert_eq!(consent_status(&base, unused).await, 400, "{unused} expired");
     }
     assert_eq!(consent_status(&base, &used).await, 200);
-    let refreshed = client()
-        .post(format!("{base}/oauth/token"))
-        .form_body(encode(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", token["refresh_token"].as_str().unwrap()),
-        ]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refreshed.status(), 200);
+    let (status, refreshed) = refresh(&base, token["refresh_token"].as_str().unwrap(), Some(&used)).await;
+    assert_eq!(status, 200, "{refreshed}");
 }
 
 // Registrations are limited per peer address: 20 a minute, then 429 with Retry-After.

@@ -114,6 +114,45 @@ async fn json_rpc_errors_echo_the_id_and_odd_inputs_are_never_5xx() {
     assert_eq!(http.status, 400, "{}", http.text);
 }
 
+// PROTO-2: valid JSON (RFC 8259) that serde or rmcp cannot take got rmcp's HTTP 415 and a text
+// quoting serde; it gets a JSON-RPC error: -32602 with the id when only the params are at
+// fault, -32600 otherwise (with the id when it can be read, else null).
+#[tokio::test]
+async fn valid_json_that_rmcp_cannot_take_gets_a_json_rpc_error_with_its_id() {
+    let server = start().await;
+    let auth = format!("Bearer {}", token("owner"));
+    let call = |id: &str, arguments: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"get_order","arguments":{arguments}}}}}"#
+        )
+    };
+    let deep = format!(r#"{{"a":{}{}}}"#, "[".repeat(129), "]".repeat(129));
+    let cases = [
+        (call("7", &deep), 200, -32602, json!(7)),
+        (call(r#""k""#, r#"{"a":1e400}"#), 200, -32602, json!("k")),
+        (call("8", r#"{"a":"CANARY\ud800"}"#), 200, -32602, json!(8)),
+        (call("123456789012345678901234567890", "{}"), 400, -32600, Value::Null),
+        (call("2.5", "{}"), 400, -32600, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":9,"method":"\ud800"}"#.to_owned(), 400, -32600, json!(9)),
+    ];
+    for (body, status, code, id) in cases {
+        let http = server.post_mcp(&[("authorization", &auth)], body.clone()).await;
+        assert_eq!(
+            (http.status, &http.json["error"]["code"]),
+            (status, &json!(code)),
+            "{body}: {}",
+            http.text
+        );
+        assert_eq!(http.json["id"], id, "{body}: {}", http.text);
+        assert_eq!(http.json["jsonrpc"], "2.0");
+        assert!(
+            !http.text.contains("CANARY") && !http.text.contains("1e400"),
+            "no value echoed: {}",
+            http.text
+        );
+    }
+}
+
 // PROTO-3
 #[tokio::test(flavor = "multi_thread")]
 async fn tools_list_publishes_exactly_the_contract_tools_with_schemas_and_annotations() {

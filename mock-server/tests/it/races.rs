@@ -41,7 +41,7 @@ async fn concurrent_identical_keyed_writes_have_one_effect_every_round() {
     let who = owner();
     for round in 0..ROUNDS {
         // A minute per round keeps the rate windows (500 writes, 1000 reads) out of the race.
-        app.clock.advance_ms(61_000);
+        app.clock.advance_ms(61_000).expect("within the bound");
         let before = messages(&app, "cnv_c03");
         let args = json!({"restaurant_id": "rst_central", "conversation_id": "cnv_c03",
             "text": "Your order is on its way", "idempotency_key": format!("race-key-{round:05}")});
@@ -68,7 +68,7 @@ async fn operators_racing_from_one_observed_state_have_one_winner_every_round() 
     let who = owner();
     let mut observed = app.store.read().restaurant("rst_central").unwrap().status.clone();
     for round in 0..ROUNDS {
-        app.clock.advance_ms(61_000);
+        app.clock.advance_ms(61_000).expect("within the bound");
         let target = if observed == "open" { "paused" } else { "open" };
         let args = json!({"restaurant_id": "rst_central", "status": target, "expected_status": observed});
         let racers = (0..RACERS).map(|_| {
@@ -98,7 +98,7 @@ async fn walks_while_orders_arrive_see_each_existing_order_once_every_round() {
         data.orders["rst_small"].keys().rev().map(|(_, id)| id.clone()).collect()
     };
     for round in 0..ROUNDS {
-        app.clock.advance_ms(61_000);
+        app.clock.advance_ms(61_000).expect("within the bound");
         let (mut seen, mut cursor) = (Vec::new(), None::<String>);
         loop {
             let mut args = json!({"restaurant_id": "rst_small", "limit": 1});

@@ -59,12 +59,28 @@ async fn served_address(log: &PathBuf) -> String {
 // SEC-1, IDEM-8: arguments, texts, queries, keys and tokens never reach the log.
 #[tokio::test(flavor = "multi_thread")]
 async fn canaries_sent_in_arguments_and_tokens_never_reach_the_log() {
+    canaries_never_reach_the_log(None).await;
+}
+
+// SEC-1 at every level: with RUST_LOG=trace, rmcp would log whole messages (arguments, raw
+// idempotency keys) and its warnings the `Host` it refused; only the server's own events pass.
+#[tokio::test(flavor = "multi_thread")]
+async fn canaries_never_reach_the_log_even_with_rust_log_trace() {
+    canaries_never_reach_the_log(Some("trace")).await;
+}
+
+async fn canaries_never_reach_the_log(rust_log: Option<&str>) {
     let log = temp_log();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_chataigne-mock"))
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_chataigne-mock"));
+    command
         .args(["--listen", "127.0.0.1:0", "--log-format", "json", "--log-file"])
         .arg(&log)
         .args(crate::support::defect_flags())
-        .env_remove("RUST_LOG")
+        .env_remove("RUST_LOG");
+    if let Some(level) = rust_log {
+        command.env("RUST_LOG", level);
+    }
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -148,6 +164,18 @@ async fn canaries_sent_in_arguments_and_tokens_never_reach_the_log() {
     }
     let (status, _) = post(&format!("dev-token-{bad_token}"), "get_restaurant", json!({})).await;
     assert_eq!(status, 401);
+    // A refused Host is a value from the request too.
+    let refused = http
+        .post(format!("{base}/mcp"))
+        .header("host", "canaryhost6r.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {owner}"))
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .expect("the binary answers");
+    assert_eq!(refused.status(), 403);
     // Let the writer flush, then stop the binary.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let _ = child.kill().await;
@@ -158,7 +186,7 @@ async fn canaries_sent_in_arguments_and_tokens_never_reach_the_log() {
         assert!(text.contains(id.as_str()), "the log records call {id}:\n{text}");
     }
     let lowered = text.to_lowercase();
-    for canary in canaries.iter().chain(&["CANARYorder5p", "dev-token-owner"]) {
+    for canary in canaries.iter().chain(&["CANARYorder5p", "dev-token-owner", "canaryhost6r"]) {
         assert!(!lowered.contains(&canary.to_lowercase()), "the log contains {canary}:\n{text}");
     }
 }
