@@ -30,10 +30,12 @@ fi
 # API directly, as a staging server's would be reached), then the verdict from the JSON report.
 run_one() {
   local port=$1 name=$2 clause=$3 level=$4 dir="$OUT/$2"
-  local pport=$((port + 1))
+  local pport=$((port + 1)) cport=$((port + 10000))
   mkdir -p "$dir"
+  # The profile has the suite capture error reports (SEC-1, IDEM-8): the server reports there.
   "$MOCK" --listen "127.0.0.1:$port" --public-url "http://127.0.0.1:$pport" --control-api \
-    --control-secret bench-secret --log-format json --log-file "$dir/server.log" 2>"$dir/server.err" &
+    --control-secret bench-secret --log-format json --log-file "$dir/server.log" \
+    --sentry-dsn "http://chataigne@127.0.0.1:$cport/1" 2>"$dir/server.err" &
   local mock=$!
   FAULT_CONTROL_SECRET=bench-secret "$PROXY" "127.0.0.1:$pport" "127.0.0.1:$port" "$name" 2>"$dir/proxy.err" &
   local proxy=$!
@@ -43,7 +45,7 @@ run_one() {
   done
   sed -e "s#127.0.0.1:18080/mcp#127.0.0.1:$pport/mcp#" -e "s/18080/$port/g" \
     -e "s#reports/reference-server.log#$dir/server.log#" -e 's/ci-control-secret/bench-secret/' \
-    ci/profile.reference.toml > "$dir/profile.toml"
+    -e "s/19412/$cport/g" ci/profile.reference.toml > "$dir/profile.toml"
   local t0 code
   t0=$(date +%s%N)
   set +e

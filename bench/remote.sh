@@ -5,7 +5,7 @@
 # would be). Usage: bench/remote.sh   (env: RTTS="0 20 100" PORT=18190 SUITE=… MOCK=… ARGS=…)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RTTS=${RTTS:-"0 20 100"} PORT=${PORT:-18190} PROXY_PORT=$((PORT + 1))
+RTTS=${RTTS:-"0 20 100"} PORT=${PORT:-18190} PROXY_PORT=$((PORT + 1)) CAPTURE_PORT=$((PORT + 2))
 # Release builds: the figures are about waiting on the network, not about a debug server's CPU.
 SUITE=${SUITE:-target/release/chataigne-conformance}
 MOCK=${MOCK:-target/release/chataigne-mock}
@@ -17,14 +17,17 @@ for rtt in $RTTS; do
   target=$PORT
   [[ $rtt == 0 ]] || target=$PROXY_PORT
   # The server's public URL is where clients reach it: the proxy when there is one.
+  # The profile has the suite capture error reports (SEC-1, IDEM-8) on CAPTURE_PORT, next to
+  # the runner: the server reports there directly.
   "$MOCK" --listen "127.0.0.1:$PORT" --public-url "http://127.0.0.1:$target" --control-api \
-    --control-secret bench-secret --log-format json --log-file "$dir/server.log" & mock=$!
+    --control-secret bench-secret --log-format json --log-file "$dir/server.log" \
+    --sentry-dsn "http://chataigne@127.0.0.1:$CAPTURE_PORT/1" & mock=$!
   if [[ $rtt != 0 ]]; then
     "$PROXY" "127.0.0.1:$PROXY_PORT" "127.0.0.1:$PORT" $((rtt / 2)) 2>/dev/null & proxy=$!
   fi
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/.well-known/oauth-protected-resource" && break; sleep 0.05; done
   sed -e "s/18080/$target/g" -e "s#reports/reference-server.log#$dir/server.log#" \
-    -e 's/ci-control-secret/bench-secret/' ci/profile.reference.toml > "$dir/profile.toml"
+    -e 's/ci-control-secret/bench-secret/' -e "s/19412/$CAPTURE_PORT/g" ci/profile.reference.toml > "$dir/profile.toml"
   t0=$(date +%s%N)
   set +e
   "$SUITE" --profile "$dir/profile.toml" --level full ${ARGS:-} > "$dir/out.txt" 2>&1
