@@ -12,21 +12,7 @@ use crate::context::load_dataset;
 use crate::profile::{ControlConfig, DEFAULT_TIMEOUT_MS, Profile};
 
 /// Stops the server when dropped.
-pub struct EmbeddedServer {
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for EmbeddedServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
+pub type EmbeddedServer = crate::background::Background;
 
 /// The reference server with `defects` (deliberate bugs) and `variants` (other readings the seed
 /// allows) switched on; none of either for a real run.
@@ -46,39 +32,18 @@ pub fn start(
     // Any free port: several embedded servers may run at once (tests, self-test).
     let capture = std::sync::Arc::new(crate::error_reports::Capture::start(([127, 0, 0, 1], 0).into())?);
 
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<()>>();
     let mut config = mock_server::Config::for_tests(&secret);
     config.defects = defects.to_vec();
     config.variants = variants.to_vec();
     config.sentry_dsn = Some(capture.dsn());
-    let thread = std::thread::Builder::new().name("chataigne-mock".into()).spawn(move || {
-        let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()
-        {
-            Ok(rt) => rt,
-            Err(e) => {
-                let _ = ready_tx.send(Err(e.into()));
-                return;
-            }
-        };
-        runtime.block_on(async move {
-            let listener = match tokio::net::TcpListener::from_std(listener) {
-                Ok(l) => l,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e.into()));
-                    return;
-                }
-            };
-            let _ = ready_tx.send(Ok(()));
-            let shutdown = async move {
-                let _ = rx.await;
-            };
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.worker_threads(2);
+    let server =
+        crate::background::spawn("embedded server", runtime, listener, |listener, shutdown| async move {
             if let Err(e) = mock_server::run(listener, config, shutdown).await {
                 tracing::error!("the embedded server stopped: {e:#}");
             }
-        });
-    })?;
-    ready_rx.recv().context("the embedded server thread died")??;
+        })?;
 
     let dataset = load_dataset(None)?;
     let base = format!("http://127.0.0.1:{port}");
@@ -104,7 +69,7 @@ pub fn start(
         level: Default::default(),
         deadline_s: crate::profile::DEFAULT_DEADLINE_S,
     };
-    Ok((EmbeddedServer { shutdown: Some(tx), thread: Some(thread) }, profile))
+    Ok((server, profile))
 }
 
 static LOG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();

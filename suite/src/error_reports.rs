@@ -82,24 +82,12 @@ struct Kept {
 pub struct Capture {
     addr: SocketAddr,
     kept: Arc<Mutex<Kept>>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: crate::background::Background,
 }
 
 impl std::fmt::Debug for Capture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Capture").field("addr", &self.addr).finish_non_exhaustive()
-    }
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -120,33 +108,16 @@ impl Capture {
             // Compressed bodies are limited here, decoded ones in `decode`.
             .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
             .with_state(Arc::clone(&kept));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<()>>();
-        let thread = std::thread::Builder::new().name("error-reports".into()).spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e.into()));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                let listener = match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e.into()));
-                        return;
-                    }
-                };
-                let _ = ready_tx.send(Ok(()));
-                let stop = async move {
-                    let _ = rx.await;
-                };
+        let runtime = tokio::runtime::Builder::new_current_thread();
+        let server = crate::background::spawn(
+            "error-report endpoint",
+            runtime,
+            listener,
+            |listener, stop| async move {
                 let _ = axum::serve(listener, app).with_graceful_shutdown(stop).await;
-            });
-        })?;
-        ready_rx.recv().context("the error-report endpoint's thread died")??;
-        Ok(Capture { addr, kept, shutdown: Some(tx), thread: Some(thread) })
+            },
+        )?;
+        Ok(Capture { addr, kept, _server: server })
     }
 
     pub fn addr(&self) -> SocketAddr {
