@@ -141,19 +141,7 @@ async fn stalled_connections_under_a_low_descriptor_limit_do_not_lock_out_a_fres
         .kill_on_drop(true)
         .spawn()
         .expect("the binary starts");
-    let mut address = None;
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        address = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find_map(|e| e["address"].as_str().map(str::to_owned));
-        if address.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let base = format!("http://{}", address.expect("the server logged its address"));
+    let base = format!("http://{}", support::served_address(&log).await);
     let mut slow = Vec::new();
     for _ in 0..100 {
         slow.push(stalled(&base).await);

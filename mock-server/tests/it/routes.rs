@@ -169,19 +169,7 @@ async fn control_api_without_a_secret_gets_a_random_one_printed_to_stderr_only()
         .expect("the secret is printed");
     let secret = line.rsplit(' ').next().unwrap().to_owned();
     assert!(line.contains("control API secret") && secret.len() >= 32, "{line}");
-    let mut address = None;
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        address = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find_map(|e| e["address"].as_str().map(str::to_owned));
-        if address.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let base = format!("http://{}", address.expect("the server logged its address"));
+    let base = format!("http://{}", support::served_address(&log).await);
     let http = reqwest::Client::new();
     let get = async |secret: Option<&str>| {
         let mut request = http.get(format!("{base}/control"));

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chataigne_contract::ErrorCode;
 use serde_json::{Value, json};
 
-use crate::support::{expect_error, start};
+use crate::support::{expect_error, served_address, start};
 
 /// Words that betray a leaked cause: paths, panics, SQL, dependencies.
 const LEAKS: [&str; 12] =
@@ -39,21 +39,6 @@ fn temp_log() -> PathBuf {
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     std::env::temp_dir().join(format!("chataigne-it-{}-{nanos}.log", std::process::id()))
-}
-
-/// The address the binary logged it serves, once it has.
-async fn served_address(log: &PathBuf) -> String {
-    for _ in 0..200 {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        for line in text.lines() {
-            let Ok(event) = serde_json::from_str::<Value>(line) else { continue };
-            if let Some(address) = event["address"].as_str() {
-                return address.to_owned();
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server never logged its address: {}", std::fs::read_to_string(log).unwrap_or_default());
 }
 
 // SEC-1, IDEM-8: arguments, texts, queries, keys and tokens never reach the log.

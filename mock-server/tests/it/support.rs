@@ -502,3 +502,18 @@ pub fn redacted(reply: &Reply) -> Value {
     }
     result
 }
+
+/// The address the binary logged it serves, once it has.
+pub async fn served_address(log: &std::path::Path) -> String {
+    for _ in 0..200 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        for line in text.lines() {
+            let Ok(event) = serde_json::from_str::<Value>(line) else { continue };
+            if let Some(address) = event["address"].as_str() {
+                return address.to_owned();
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the server never logged its address: {}", std::fs::read_to_string(log).unwrap_or_default());
+}
