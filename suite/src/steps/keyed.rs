@@ -58,15 +58,31 @@ async fn send_message(
     target: String,
     key: String,
 ) -> anyhow::Result<()> {
-    let conversation = w.landmark(&target)?;
-    let args = json!({
-        "restaurant_id": w.restaurant_of(&conversation)?,
-        "conversation_id": conversation,
-        "text": w.expand(&text),
-        "idempotency_key": w.expand(&key),
-    });
+    let args = message_args(w, None, &target, &text, &key)?;
     w.dirty = true;
     w.call_tool("send_message", args).await.map(drop)
+}
+
+/// `send_message`'s arguments for the conversation `target`, addressed through its own restaurant
+/// or through `through`.
+pub(crate) fn message_args(
+    w: &ConformanceWorld,
+    through: Option<&str>,
+    target: &str,
+    text: &str,
+    key: &str,
+) -> anyhow::Result<Value> {
+    let conversation = w.landmark(target)?;
+    let restaurant = match through {
+        Some(through) => w.landmark(through)?,
+        None => w.restaurant_of(&conversation)?,
+    };
+    Ok(json!({
+        "restaurant_id": restaurant,
+        "conversation_id": conversation,
+        "text": w.expand(text),
+        "idempotency_key": w.expand(key),
+    }))
 }
 
 /// AUTH-5: a message to a conversation addressed through a restaurant it does not belong to.
@@ -80,12 +96,7 @@ async fn send_message_through(
     target: String,
     key: String,
 ) -> anyhow::Result<()> {
-    let args = json!({
-        "restaurant_id": w.landmark(&through)?,
-        "conversation_id": w.landmark(&target)?,
-        "text": w.expand(&text),
-        "idempotency_key": w.expand(&key),
-    });
+    let args = message_args(w, Some(&through), &target, &text, &key)?;
     w.dirty = true;
     w.call_tool("send_message", args).await.map(drop)
 }

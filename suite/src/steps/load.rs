@@ -388,14 +388,8 @@ async fn send_until_refused(
     target: String,
     key: String,
 ) -> anyhow::Result<()> {
-    let conversation = w.landmark(&target)?;
     let tool = "send_message";
-    let args = json!({
-        "restaurant_id": w.restaurant_of(&conversation)?,
-        "conversation_id": conversation,
-        "text": w.expand(&text),
-        "idempotency_key": w.expand(&key),
-    });
+    let args = super::keyed::message_args(w, None, &target, &text, &key)?;
     let plan = Plan {
         tool: tool.to_owned(),
         args,
