@@ -252,39 +252,42 @@ impl Defects {
             .then(|| ErrorCode::ResourceNotFound.into())
     }
 
-    /// The restaurants a child (order, conversation, transcript) is looked up in: the one asked,
-    /// or under AUTH-5's defects every restaurant of its organization, or of the server.
-    fn child_owners<'a>(&self, data: &'a Data, rid: &'a str) -> Vec<&'a str> {
+    /// Finds a child (order, conversation, transcript) with `find` in the restaurant asked, or
+    /// under AUTH-5's defects in every restaurant of its organization, or of the server. The
+    /// healthy path asks `find` once, with nothing allocated.
+    fn find_child<'a, T>(
+        &self,
+        data: &'a Data,
+        rid: &'a str,
+        find: impl Fn(&'a str) -> Option<T>,
+    ) -> Option<T> {
         let all = data.restaurants.values();
         if self.has(Defect::ForeignChildVisible) {
-            return all.map(|r| r.id.as_str()).collect();
+            return all.map(|r| r.id.as_str()).find_map(find);
         }
         if self.has(Defect::SiblingChildVisible)
             && let Some(org) = data.restaurant(rid).map(|r| &r.organization_id)
         {
-            return all.filter(|r| &r.organization_id == org).map(|r| r.id.as_str()).collect();
+            return all.filter(|r| &r.organization_id == org).map(|r| r.id.as_str()).find_map(find);
         }
-        vec![rid]
+        find(rid)
     }
 
     pub fn order<'a>(&self, data: &'a Data, rid: &'a str, oid: &str) -> Option<OrderRef<'a>> {
-        self.child_owners(data, rid).into_iter().find_map(|owner| data.order(owner, oid))
+        self.find_child(data, rid, |owner| data.order(owner, oid))
     }
 
     /// The restaurant whose order `oid` a write through `rid` moves, if any.
     pub fn order_owner(&self, data: &Data, rid: &str, oid: &str) -> Option<String> {
-        self.child_owners(data, rid)
-            .into_iter()
-            .find(|owner| data.order(owner, oid).is_some())
-            .map(str::to_owned)
+        self.find_child(data, rid, |owner| data.order(owner, oid).map(|_| owner.to_owned()))
     }
 
     pub fn conversation<'a>(&self, data: &'a Data, rid: &'a str, id: &str) -> Option<&'a Conversation> {
-        self.child_owners(data, rid).into_iter().find_map(|owner| data.conversation(owner, id))
+        self.find_child(data, rid, |owner| data.conversation(owner, id))
     }
 
     pub fn transcript<'a>(&self, data: &'a Data, rid: &'a str, id: &str) -> Option<&'a Transcript> {
-        self.child_owners(data, rid).into_iter().find_map(|owner| data.transcript(owner, id))
+        self.find_child(data, rid, |owner| data.transcript(owner, id))
     }
 
     /// A restaurant's keyed list (transcripts to search, instructions) as the tool reads it: its
