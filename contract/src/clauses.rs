@@ -102,7 +102,7 @@ pub const CHOICES: &[(&str, &str)] = &[
     ("analytics-distinct-metrics", "a metric asked twice is refused (the seed only bounds the count at 8)"),
     (
         "host-validation",
-        "a request whose Host is not the server's is refused with 403 even without an Origin (the MCP specification requires Origin validation only)",
+        "a request whose Host is not the server's is refused with 403 (the seed level accepts any 4xx that runs nothing: the MCP SDKs send 403 or 421)",
     ),
     (
         "failures-not-stored",

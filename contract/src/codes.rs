@@ -129,6 +129,51 @@ impl ErrorCode {
     }
 }
 
+/// A code as a server wrote it: one of §9, or one of the server's own. The seed names codes for
+/// some refusals only (§9 **ext**), so a code the table does not hold is data to judge — by its
+/// category and flag — never a reason to stop reading the envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Code {
+    Known(ErrorCode),
+    Other(String),
+}
+
+impl Code {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Code::Known(code) => code.as_str(),
+            Code::Other(text) => text,
+        }
+    }
+
+    /// The code of §9, when it is one.
+    pub fn known(&self) -> Option<ErrorCode> {
+        match self {
+            Code::Known(code) => Some(*code),
+            Code::Other(_) => None,
+        }
+    }
+}
+
+impl From<ErrorCode> for Code {
+    fn from(code: ErrorCode) -> Self {
+        Code::Known(code)
+    }
+}
+
+impl PartialEq<ErrorCode> for Code {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        self.known() == Some(*other)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -149,5 +194,16 @@ mod tests {
         for code in ErrorCode::ALL {
             assert_eq!(ErrorCode::parse(code.as_str()), Some(*code));
         }
+    }
+
+    #[test]
+    fn a_code_outside_the_table_is_read_as_data() {
+        let known: Code = serde_json::from_str("\"MCP_CURSOR_INVALID\"").unwrap();
+        assert_eq!(known, ErrorCode::CursorInvalid);
+        let other: Code = serde_json::from_str("\"INVALID_ARGUMENT\"").unwrap();
+        assert_eq!(other, Code::Other("INVALID_ARGUMENT".into()));
+        assert_eq!(other.known(), None);
+        assert_eq!(serde_json::to_string(&other).unwrap(), "\"INVALID_ARGUMENT\"");
+        assert_eq!(serde_json::to_string(&known).unwrap(), "\"MCP_CURSOR_INVALID\"");
     }
 }

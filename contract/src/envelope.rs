@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Category, ErrorCode};
+use crate::{Category, Code, ErrorCode};
 
 /// `meta` of a successful call (ENV-1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,7 +24,8 @@ impl Meta {
 /// `data.error` of a failed call (ENV-4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBody {
-    pub code: ErrorCode,
+    /// Written from [`ErrorCode`]; read as whatever the server sent (§9 leaves some codes open).
+    pub code: Code,
     pub category: Category,
     pub retryable: bool,
     pub message: String,
@@ -39,7 +40,7 @@ impl ErrorBody {
     /// An error with the code's fixed category, retryable flag and message.
     pub fn new(code: ErrorCode, request_id: impl Into<String>) -> Self {
         ErrorBody {
-            code,
+            code: Code::Known(code),
             category: code.category(),
             retryable: code.retryable(),
             message: code.default_message().to_owned(),

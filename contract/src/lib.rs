@@ -12,7 +12,7 @@ pub mod schema;
 pub mod time;
 pub mod tools;
 
-pub use codes::{Category, ErrorCode};
+pub use codes::{Category, Code, ErrorCode};
 pub use tools::{Kind, Role, ToolName};
 
 /// Largest serialized `structuredContent` (ENV-3).

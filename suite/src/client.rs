@@ -49,11 +49,18 @@ enum Link {
 /// Shorter values are ordinary words a fixed message may hold by chance ("open", "web").
 const ECHO_MIN_BYTES: usize = 8;
 
-/// The string values in `arguments` of [`ECHO_MIN_BYTES`] or more, at any depth.
+/// The string values in `arguments` of [`ECHO_MIN_BYTES`] or more, at any depth, that are what
+/// the caller chose: a value of an `enum` in the contract's input schemas (`rejected`,
+/// `revenue_cents`, …) is the tool's vocabulary, which a fixed message may name without echoing
+/// anything (ENV-6 looks for what was sent, not for words).
 pub fn sent_strings(arguments: &Value) -> Vec<String> {
     fn walk(v: &Value, out: &mut Vec<String>) {
         match v {
-            Value::String(s) if s.len() >= ECHO_MIN_BYTES && !out.contains(s) => out.push(s.clone()),
+            Value::String(s)
+                if s.len() >= ECHO_MIN_BYTES && !out.contains(s) && !vocabulary().contains(s) =>
+            {
+                out.push(s.clone())
+            }
             Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
             Value::Object(map) => map.values().for_each(|i| walk(i, out)),
             _ => {}
@@ -62,6 +69,30 @@ pub fn sent_strings(arguments: &Value) -> Vec<String> {
     let mut out = Vec::new();
     walk(arguments, &mut out);
     out
+}
+
+/// Every `enum` member of every tool's input schema in the contract.
+fn vocabulary() -> &'static std::collections::HashSet<String> {
+    static WORDS: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+    WORDS.get_or_init(|| {
+        fn walk(v: &Value, out: &mut std::collections::HashSet<String>) {
+            match v {
+                Value::Object(map) => {
+                    if let Some(Value::Array(members)) = map.get("enum") {
+                        out.extend(members.iter().filter_map(Value::as_str).map(str::to_owned));
+                    }
+                    map.values().for_each(|i| walk(i, out));
+                }
+                Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+                _ => {}
+            }
+        }
+        let mut out = std::collections::HashSet::new();
+        for tool in chataigne_contract::ToolName::ALL {
+            walk(&tool.input_schema(), &mut out);
+        }
+        out
+    })
 }
 
 /// One round trip (an HTTP POST, or one message over stdio).
@@ -611,6 +642,21 @@ pub fn cut(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tools_vocabulary_is_not_an_echo_but_what_the_caller_chose_is() {
+        let sent = sent_strings(&json!({
+            "restaurant_id": "rst_central",
+            "status": "rejected",
+            "metrics": ["revenue_cents", "orders_count"],
+            "text": "Bonjour CANARY-1234",
+            "idempotency_key": "key-12345678",
+            "granularity": "day",
+        }));
+        let mut sent = sent;
+        sent.sort();
+        assert_eq!(sent, ["Bonjour CANARY-1234", "key-12345678", "rst_central"]);
+    }
 
     #[test]
     fn sse_answer_is_found_by_id() {

@@ -6,11 +6,13 @@
 //!   (uniqueness across the run is checked by the runner, which sees every scenario);
 //! - ENV-3: every text summary ≤ 4 KiB and structured output ≤ 128 KiB;
 //! - ENV-4: an error's two request_ids match;
-//! - ENV-5: every code of the table has its fixed category and retryable flag;
+//! - ENV-4: an error carries code, category, retryable, message and request_id;
+//! - ENV-5: every category is one of the nine, every code of the table has its fixed category and
+//!   retryable flag (a code of the server's own keeps one of each across the run: the runner);
 //! - ENV-6: no error message or error summary holds a string argument the call sent, or the token.
 
-use chataigne_contract::envelope::{self, Parsed};
-use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES};
+use chataigne_contract::envelope;
+use chataigne_contract::{Category, ErrorCode, MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES};
 use serde_json::Value;
 
 use crate::client::Exchange;
@@ -68,19 +70,36 @@ pub fn check(ex: &Exchange, token: Option<&str>) -> Vec<Violation> {
     if inner_id.is_some() && inner_id != meta_id {
         push("ENV-4", "data.error.request_id differs from meta.request_id".to_owned());
     }
-    if let Ok(Parsed::Error(body)) = envelope::parse(structured) {
-        let code: ErrorCode = body.code;
-        if body.category != code.category() || body.retryable != code.retryable() {
-            push(
-                "ENV-5",
-                format!(
-                    "{code} with category {}, retryable {} (the table: {}, {})",
-                    body.category.as_str(),
-                    body.retryable,
-                    code.category().as_str(),
-                    code.retryable()
+    if let Some(error) = error {
+        let code = error.get("code").and_then(Value::as_str);
+        let category = error.get("category").and_then(Value::as_str);
+        let retryable = error.get("retryable").and_then(Value::as_bool);
+        match (code, category.map(category_named), retryable) {
+            (Some(code), Some(Some(category)), Some(retryable)) => match ErrorCode::parse(code) {
+                Some(known) if category != known.category() || retryable != known.retryable() => push(
+                    "ENV-5",
+                    format!(
+                        "{code} with category {}, retryable {retryable} (the table: {}, {})",
+                        category.as_str(),
+                        known.category().as_str(),
+                        known.retryable()
+                    ),
                 ),
-            );
+                Some(_) => {}
+                // A code of the server's own (the seed leaves some open): its category and flag
+                // must be the same wherever it appears, which the runner checks across the run.
+                None => {}
+            },
+            (_, Some(None), _) => {
+                push("ENV-5", format!("category {:?} is not one of the nine", category.unwrap_or_default()))
+            }
+            _ => {
+                let missing: Vec<&str> = ["code", "category", "retryable", "message", "request_id"]
+                    .into_iter()
+                    .filter(|k| error.get(k).is_none())
+                    .collect();
+                push("ENV-4", format!("data.error without {}", missing.join(", ")));
+            }
         }
     }
     let message = error.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or_default();
@@ -99,4 +118,105 @@ pub fn check(ex: &Exchange, token: Option<&str>) -> Vec<Violation> {
         push("ENV-6", format!("{place} echoes the bearer token"));
     }
     out
+}
+
+fn category_named(name: &str) -> Option<Category> {
+    Category::ALL.into_iter().find(|c| c.as_str() == name)
+}
+
+/// A code outside §9's table as one error carried it: `(code, category, retryable)`. ENV-5 holds
+/// such a code to one category and flag wherever it appears in the run.
+pub fn code_of_its_own(ex: &Exchange) -> Option<(String, Category, bool)> {
+    if !ex.is_error() {
+        return None;
+    }
+    let error = ex.structured()?.pointer("/data/error")?;
+    let code = error.get("code").and_then(Value::as_str)?;
+    let category = category_named(error.get("category").and_then(Value::as_str)?)?;
+    let retryable = error.get("retryable").and_then(Value::as_bool)?;
+    ErrorCode::parse(code).is_none().then(|| (code.to_owned(), category, retryable))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::client::HttpResponse;
+
+    fn answered(error: Value, arguments: Value) -> Exchange {
+        let rid = "req_0123456789abcdefAB";
+        let mut error = error;
+        error["request_id"] = json!(rid);
+        let message = json!({ "jsonrpc": "2.0", "id": 1, "result": {
+            "isError": true,
+            "content": [{ "type": "text", "text": "refused" }],
+            "structuredContent": { "data": { "error": error }, "meta": { "request_id": rid } },
+        }});
+        Exchange {
+            persona: Some("owner".into()),
+            method: "tools/call".into(),
+            tool: Some("list_orders".into()),
+            url: "http://127.0.0.1:1/mcp".into(),
+            request_headers: Vec::new(),
+            request_body: String::new(),
+            request_bytes: 0,
+            rpc_id: Some(1),
+            outcome: Ok(HttpResponse {
+                status: Some(200),
+                headers: vec![("x-request-id".into(), rid.into())],
+                content_type: "application/json".into(),
+                body: String::new(),
+                body_bytes: 0,
+                message: Some(message),
+                problem: None,
+            }),
+            elapsed: Duration::ZERO,
+            stdio: false,
+            sent_strings: crate::client::sent_strings(&arguments),
+        }
+    }
+
+    fn clauses(ex: &Exchange) -> Vec<&'static str> {
+        check(ex, Some("secret-token-123")).into_iter().map(|v| v.clause).collect()
+    }
+
+    #[test]
+    fn a_code_of_the_servers_own_is_data_not_a_failure() {
+        let error = json!({ "code": "INVALID_ARGUMENT", "category": "validation", "retryable": false,
+            "message": "The arguments were rejected by the input schema" });
+        let ex = answered(error, json!({ "restaurant_id": "rst_central", "status": "rejected", "limit": 0 }));
+        assert_eq!(clauses(&ex), Vec::<&str>::new());
+        assert_eq!(code_of_its_own(&ex), Some(("INVALID_ARGUMENT".into(), Category::Validation, false)));
+    }
+
+    #[test]
+    fn a_table_code_off_its_row_or_an_unknown_category_is_env_5() {
+        let error = json!({ "code": "MCP_CURSOR_INVALID", "category": "conflict", "retryable": false,
+            "message": "no" });
+        assert_eq!(clauses(&answered(error, json!({}))), ["ENV-5"]);
+        let error = json!({ "code": "INVALID_ARGUMENT", "category": "bad_input", "retryable": false,
+            "message": "no" });
+        let ex = answered(error, json!({}));
+        assert_eq!(clauses(&ex), ["ENV-5"]);
+        assert_eq!(code_of_its_own(&ex), None);
+    }
+
+    #[test]
+    fn an_error_without_its_members_is_env_4() {
+        let ex = answered(json!({ "code": "MCP_CURSOR_INVALID", "message": "no" }), json!({}));
+        assert_eq!(clauses(&ex), ["ENV-4"]);
+    }
+
+    #[test]
+    fn an_echo_is_what_the_caller_sent() {
+        let error = json!({ "code": "MCP_RESOURCE_FORBIDDEN", "category": "authorization",
+            "retryable": false, "message": "Restaurant rst_central is not yours" });
+        assert_eq!(clauses(&answered(error, json!({ "restaurant_id": "rst_central" }))), ["ENV-6"]);
+        let error = json!({ "code": "MCP_RESOURCE_FORBIDDEN", "category": "authorization",
+            "retryable": false, "message": "token secret-token-123 refused" });
+        assert_eq!(clauses(&answered(error, json!({}))), ["ENV-6"]);
+    }
 }

@@ -157,6 +157,28 @@ where
                         detail: format!("{}: {detail}{more}", scenario.name),
                     });
                 }
+                // ENV-5: a code of the server's own has one category and flag in the whole run.
+                for (code, category, retryable, rid) in &world.own_codes {
+                    let first = log
+                        .own_codes
+                        .entry(code.clone())
+                        .or_insert_with(|| (*category, *retryable, rid.clone()))
+                        .clone();
+                    if (first.0, first.1) != (*category, *retryable) {
+                        log.findings.push(Finding {
+                            clause: "ENV-5".to_owned(),
+                            detail: format!(
+                                "{}: {code} with category {}, retryable {retryable} ({rid}); earlier \
+                                 category {}, retryable {} ({})",
+                                scenario.name,
+                                category.as_str(),
+                                first.0.as_str(),
+                                first.1,
+                                first.2
+                            ),
+                        });
+                    }
+                }
                 // ENV-2: a request_id is unique in the whole run, not only in a scenario.
                 for id in world.request_ids() {
                     if !log.request_ids.insert(id.clone()) {

@@ -36,6 +36,9 @@ pub struct ConformanceWorld {
     /// Envelope rules broken by any exchange of the scenario (`invariants`), at most
     /// [`MAX_VIOLATIONS`] kept.
     pub invariant_violations: Vec<crate::invariants::Violation>,
+    /// Codes outside §9 the server answered with, each once per (code, category, retryable),
+    /// with a request_id: the runner holds each code to one category and flag across the run.
+    pub own_codes: Vec<(String, chataigne_contract::Category, bool, String)>,
     /// The last list call, so "the next page" can repeat it with its cursor.
     pub list: Option<ListCall>,
     /// The pages of the last walk.
@@ -399,6 +402,12 @@ impl ConformanceWorld {
                 ex.persona.as_deref().and_then(|p| self.ctx().profile.tokens.get(p)).map(String::as_str);
             let found = crate::invariants::check(&ex, token);
             self.invariant_violations.extend(found.into_iter().take(MAX_VIOLATIONS));
+        }
+        if let Some((code, category, retryable)) = crate::invariants::code_of_its_own(&ex)
+            && !self.own_codes.iter().any(|(c, k, r, _)| *c == code && *k == category && *r == retryable)
+        {
+            let rid = ex.request_id().unwrap_or("no request_id").to_owned();
+            self.own_codes.push((code, category, retryable, rid));
         }
         self.retained_bytes += ex.response().map_or(0, |r| r.body_bytes);
         self.history.push(ex);

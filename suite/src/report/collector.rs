@@ -32,6 +32,8 @@ pub struct RunLog {
     pub findings: Vec<Finding>,
     /// Every request_id answered in the run (ENV-2: unique per call).
     pub request_ids: std::collections::HashSet<String>,
+    /// Codes outside §9 seen in the run: the first category, flag and request_id of each (ENV-5).
+    pub own_codes: HashMap<String, (chataigne_contract::Category, bool, String)>,
 }
 
 #[derive(Debug, Default, Clone)]
