@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start the Python SDK Chataigne server: serve.sh [PORT] [LOGFILE]
+# Start the Python SDK Chataigne server: serve.sh [PORT] [LOGFILE]   (serve.sh --setup: only the venv)
 # Creates (or reuses) a virtual environment under $REPO/target/acceptance/python-venv, installs
 # requirements.txt into it only when that file changed, then execs the server in the foreground.
 set -euo pipefail
@@ -26,5 +26,6 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]; then
   fi
   echo "$want" > "$STAMP"
 fi
+[ "${1:-}" = "--setup" ] && exit 0
 mkdir -p "$(dirname "$LOG")"
 exec "$VENV/bin/python" "$HERE/server.py" --port "$PORT" --log-file "$LOG"
