@@ -80,7 +80,7 @@ Feature: The response envelope
 
     Examples:
       | the call                                                                     | code                   | category      |
-      | they list the orders of the busy restaurant with limit 51                    | MCP_INVALID_ARGUMENTS  | validation    |
+      | they list the orders of the busy restaurant with limit 0                     | MCP_INVALID_ARGUMENTS  | validation    |
       | they get the foreign restaurant                                              | MCP_RESOURCE_FORBIDDEN | authorization |
       | they get the order "ord_r0001" of the busy restaurant                        | MCP_RESOURCE_NOT_FOUND | not_found     |
       | they list the orders of the busy restaurant with cursor "not-a-real-cursor"  | MCP_CURSOR_INVALID     | validation    |

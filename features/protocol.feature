@@ -42,6 +42,10 @@ Feature: Transport and protocol
     When they send the JSON-RPC request "orders/teleport"
     Then the answer is the JSON-RPC error -32601
 
+  # Over Streamable HTTP, MCP requires an HTTP error status for input the server cannot accept,
+  # the body "MAY comprise a JSON-RPC error response": the SDKs answer -32602 (Python), -32700
+  # (TypeScript) or HTTP 415 (rmcp) where JSON-RPC names -32600 or -32700. Any 4xx that runs
+  # nothing passes the seed level; JSON-RPC's own code is the reference's choice.
   @PROTO-2 @needs-http
   Scenario: A body that is not JSON is a JSON-RPC parse error
     Given the persona "owner"
@@ -49,7 +53,7 @@ Feature: Transport and protocol
       """
       {"jsonrpc": "2.0", "id": 1, "method": "tools/list"
       """
-    Then the answer is the JSON-RPC error -32700
+    Then the request is refused with a 4xx status, the JSON-RPC error -32700 by the reference's choice
 
   @PROTO-2 @needs-http
   Scenario: A JSON object that is not a JSON-RPC request is an invalid-request error
@@ -58,7 +62,7 @@ Feature: Transport and protocol
       """
       {"jsonrpc": "2.0", "id": 7, "params": {}}
       """
-    Then the answer is the JSON-RPC error -32600
+    Then the request is refused with a 4xx status, the JSON-RPC error -32600 by the reference's choice
 
   @PROTO-3
   Scenario: tools/list describes every tool completely

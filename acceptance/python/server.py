@@ -192,53 +192,7 @@ def build_server(app: Chataigne) -> Server:
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-class InvalidRequestCode:
-    """ASGI wrapper around the SDK's Streamable HTTP app for one known SDK bug
-    (modelcontextprotocol/python-sdk#3557): a body that is JSON but not a JSON-RPC message is
-    answered HTTP 400 with -32602 "Validation error: …" (pydantic's text, which quotes the body),
-    where JSON-RPC 2.0 (and so MCP) names -32600 Invalid Request. Only that answer is touched,
-    after every check of the SDK ran: its status and headers stay, the code becomes -32600 and the
-    message a fixed one. `--sdk-invalid-request` turns this off, to see the SDK's own answer."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        held: list[dict] = []
-
-        async def relay(message):
-            if message["type"] == "http.response.start" and message["status"] == 400:
-                held.append(message)
-                return
-            if held and message["type"] == "http.response.body":
-                held.append(message)
-                if message.get("more_body"):
-                    return
-                start, parts, held[:] = held[0], held[1:], []
-                body = self._fixed(b"".join(m.get("body", b"") for m in parts))
-                start = {**start, "headers": [(k, str(len(body)).encode() if k.lower() == b"content-length" else v)
-                                              for k, v in start["headers"]]}
-                await send(start)
-                await send({"type": "http.response.body", "body": body})
-                return
-            await send(message)
-
-        await self.app(scope, receive, relay)
-
-    @staticmethod
-    def _fixed(body: bytes) -> bytes:
-        try:
-            answer = json.loads(body)
-            error = answer["error"]
-            if error["code"] != INVALID_PARAMS or not error["message"].startswith("Validation error"):
-                return body
-        except (ValueError, KeyError, TypeError):
-            return body
-        answer["error"] = {"code": -32600, "message": "Invalid Request: the body is not a JSON-RPC message"}
-        return json.dumps(answer, separators=(",", ":")).encode()
-
-
-def build_app(dataset: dict, port: int, secret: bytes, fix_invalid_request: bool = True) -> Starlette:
+def build_app(dataset: dict, port: int, secret: bytes) -> Starlette:
     """The SDK's pieces, put together the way `Server.streamable_http_app` does, except that no scope
     is required at the HTTP layer (each tool checks its own and answers MCP_SCOPE_REQUIRED) while the
     metadata still lists every scope the tools use."""
@@ -255,9 +209,9 @@ def build_app(dataset: dict, port: int, secret: bytes, fix_invalid_request: bool
         max_request_body_size=1024 * 1024,
     )
     verifier = StaticTokens(dataset, str(resource))
+    # A JSON body that is no JSON-RPC message keeps the SDK's answer (HTTP 400, -32602; JSON-RPC
+    # names -32600, python-sdk#3557): the transport requires only the 4xx, which passes the seed.
     endpoint = StreamableHTTPASGIApp(manager)
-    if fix_invalid_request:
-        endpoint = InvalidRequestCode(endpoint)
     routes = [
         Route("/mcp", endpoint=RequireAuthMiddleware(endpoint, [], build_resource_metadata_url(resource))),
         *create_protected_resource_routes(resource_url=resource, authorization_servers=[AnyHttpUrl(origin)],
@@ -275,8 +229,6 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("CHATAIGNE_PY_PORT", "18181")))
     parser.add_argument("--log-file", default=os.environ.get("CHATAIGNE_PY_LOG", "chataigne-python.log"))
     parser.add_argument("--dataset", default=str(HERE / ".." / ".." / "fixtures" / "dataset.json"))
-    parser.add_argument("--sdk-invalid-request", action="store_true",
-                        help="answer a JSON body that is not JSON-RPC as the SDK does (-32602), not -32600")
     options = parser.parse_args()
 
     handler = logging.FileHandler(options.log_file)
@@ -286,7 +238,7 @@ def main() -> None:
 
     with open(options.dataset, encoding="utf-8") as f:
         dataset = json.load(f)
-    app = build_app(dataset, options.port, secrets.token_bytes(32), not options.sdk_invalid_request)
+    app = build_app(dataset, options.port, secrets.token_bytes(32))
     logging.getLogger("chataigne").info("listening on 127.0.0.1:%d", options.port)
     uvicorn.run(app, host="127.0.0.1", port=options.port, log_config=None, access_log=False)
 

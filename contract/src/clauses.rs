@@ -105,6 +105,10 @@ pub const CHOICES: &[(&str, &str)] = &[
         "a request whose Host is not the server's is refused with 403 (the seed level accepts any 4xx that runs nothing: the MCP SDKs send 403 or 421)",
     ),
     (
+        "jsonrpc-error-codes",
+        "over HTTP, a body that is not JSON gets the JSON-RPC error -32700 and a JSON value that is not a JSON-RPC message -32600 (the seed level accepts any 4xx that runs nothing)",
+    ),
+    (
         "failures-not-stored",
         "a keyed call that failed while running leaves its key free (only successes are stored)",
     ),

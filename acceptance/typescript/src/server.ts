@@ -19,7 +19,7 @@ import { InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { hostHeaderValidation } from '@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js';
 import {
-  CallToolRequestSchema, ErrorCode, isInitializeRequest, JSONRPCMessageSchema, ListToolsRequestSchema, McpError,
+  CallToolRequestSchema, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { descriptor, SCOPES, TOOLS } from './catalogue.js';
 import { Store } from './store.js';
@@ -129,12 +129,6 @@ function rpcError(res: Response, status: number, code: number, message: string):
 
 http.post('/mcp', bearer, async (req: Request, res: Response) => {
   const body: unknown = req.body;
-  // The SDK answers a JSON object that is not JSON-RPC with -32700; JSON-RPC 2.0 says -32600.
-  const messages = Array.isArray(body) ? body : [body];
-  if (messages.length === 0 || !messages.every((m) => JSONRPCMessageSchema.safeParse(m).success)) {
-    rpcError(res, 400, -32600, 'Invalid Request: not a JSON-RPC 2.0 message');
-    return;
-  }
   const sessionId = req.headers['mcp-session-id'] as string | undefined;
   const known = sessionId ? transports.get(sessionId) : undefined;
   let transport: StreamableHTTPServerTransport;

@@ -263,6 +263,30 @@ async fn refused_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
 }
 
+/// PROTO-2 over Streamable HTTP for a body the server cannot accept: the transport requires an
+/// HTTP error status and allows a JSON-RPC error in the body; JSON-RPC's own code (-32700 for
+/// bad JSON, -32600 for a value that is no request) is the reference's (`jsonrpc-error-codes`).
+#[then(expr = "the request is refused with a 4xx status, the JSON-RPC error {int} by the reference's choice")]
+async fn refused_with_rpc_code(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let expected = format!("an HTTP 4xx refusal with no JSON-RPC result (JSON-RPC error {code} the reference)");
+    let Some(status @ 400..=499) = ex.status() else { return Err(w.fail(expected, ex.summary())) };
+    if ex.result().is_some() {
+        return Err(w.fail(expected, ex.summary()));
+    }
+    match ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) {
+        Some(c) if c == code => Ok(()),
+        Some(other) => {
+            w.ext_difference("jsonrpc-error-codes", format!("HTTP {status} with JSON-RPC error {other}, not {code}"));
+            Ok(())
+        }
+        None => {
+            w.ext_difference("jsonrpc-error-codes", format!("HTTP {status} with no JSON-RPC error, not {code}"));
+            Ok(())
+        }
+    }
+}
+
 #[then(expr = "the HTTP status is not {int}")]
 async fn status_is_not(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
     let ex = w.last()?;
