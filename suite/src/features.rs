@@ -25,6 +25,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("envelope.feature", include_str!("../../features/envelope.feature")),
     ("idempotency.feature", include_str!("../../features/idempotency.feature")),
     ("limits.feature", include_str!("../../features/limits.feature")),
+    ("matrices.feature", include_str!("../../features/matrices.feature")),
     ("pagination.feature", include_str!("../../features/pagination.feature")),
     ("preconditions.feature", include_str!("../../features/preconditions.feature")),
     ("protocol.feature", include_str!("../../features/protocol.feature")),

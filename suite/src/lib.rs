@@ -17,6 +17,7 @@ pub mod embedded;
 pub mod error_reports;
 pub mod features;
 pub mod invariants;
+pub mod matrices;
 pub mod preflight;
 pub mod profile;
 pub mod report;

@@ -8,7 +8,8 @@
 //!   control API (reset, clock, faults, deadlines, memberships); every other scenario shares it.
 //!   With no control API nothing takes it exclusively.
 //! - `persona:<name>`: taken exclusively by scenarios that exhaust a persona's rate windows
-//!   (`@LIM-2`), shared by every scenario acting as that persona.
+//!   (`@LIM-2`), shared by every scenario acting as that persona (a step naming "every persona"
+//!   acts as all of them).
 //!
 //! Orders moved forward are not locked but *claimed* one by one (`Claims`): two scenarios never
 //! pick the same order, however they interleave.
@@ -36,9 +37,11 @@ impl Needs {
         let whole_server = tags.iter().any(|t| t.starts_with(WHOLE_SERVER_TAG))
             || steps.iter().any(|s| s.contains("a fresh server state"));
         resources.insert("server".to_owned(), whole_server);
+        // A matrix step acts as every persona of the dataset (`steps::matrices`).
+        let every_persona = steps.iter().any(|s| s.contains("every persona"));
         for persona in personas {
             let quoted = format!("\"{persona}\"");
-            if steps.iter().any(|s| s.contains(&quoted)) {
+            if every_persona || steps.iter().any(|s| s.contains(&quoted)) {
                 resources.insert(format!("persona:{persona}"), exhausts_rates);
             }
         }

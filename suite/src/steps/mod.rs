@@ -12,6 +12,7 @@ mod catalogue;
 mod keyed;
 mod load;
 mod logs;
+mod matrices;
 mod outcome;
 pub mod pages;
 mod protocol;

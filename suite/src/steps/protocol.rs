@@ -269,7 +269,8 @@ async fn refused_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then(expr = "the request is refused with a 4xx status, the JSON-RPC error {int} by the reference's choice")]
 async fn refused_with_rpc_code(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
     let ex = w.last()?;
-    let expected = format!("an HTTP 4xx refusal with no JSON-RPC result (JSON-RPC error {code} the reference)");
+    let expected =
+        format!("an HTTP 4xx refusal with no JSON-RPC result (JSON-RPC error {code} the reference)");
     let Some(status @ 400..=499) = ex.status() else { return Err(w.fail(expected, ex.summary())) };
     if ex.result().is_some() {
         return Err(w.fail(expected, ex.summary()));
@@ -277,11 +278,17 @@ async fn refused_with_rpc_code(w: &mut ConformanceWorld, code: i64) -> anyhow::R
     match ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) {
         Some(c) if c == code => Ok(()),
         Some(other) => {
-            w.ext_difference("jsonrpc-error-codes", format!("HTTP {status} with JSON-RPC error {other}, not {code}"));
+            w.ext_difference(
+                "jsonrpc-error-codes",
+                format!("HTTP {status} with JSON-RPC error {other}, not {code}"),
+            );
             Ok(())
         }
         None => {
-            w.ext_difference("jsonrpc-error-codes", format!("HTTP {status} with no JSON-RPC error, not {code}"));
+            w.ext_difference(
+                "jsonrpc-error-codes",
+                format!("HTTP {status} with no JSON-RPC error, not {code}"),
+            );
             Ok(())
         }
     }

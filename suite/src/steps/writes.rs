@@ -12,7 +12,11 @@ use crate::world::{Concurrent, ConformanceWorld};
 
 /// An order of `restaurant` currently in `status` on the server that no other scenario of the run
 /// picked (scenarios run side by side); remembered as "the order".
-async fn order_in_status(w: &mut ConformanceWorld, restaurant: &str, status: &str) -> anyhow::Result<String> {
+pub(super) async fn order_in_status(
+    w: &mut ConformanceWorld,
+    restaurant: &str,
+    status: &str,
+) -> anyhow::Result<String> {
     let args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 50 });
     w.call_tool("list_orders", args).await?;
     let success = w.success()?;

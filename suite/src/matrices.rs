@@ -1,0 +1,405 @@
+//! Cases derived from the contract's own tables rather than picked by hand: a rule that holds
+//! "for every tool / filter / persona / transition" is checked for every one of them, so a new
+//! filter, tool, persona or status added to `chataigne_contract` is covered with no new scenario.
+//! This module only derives the rows (pure, unit-tested); `steps::matrices` runs them.
+//!
+//! - [`cursor_rows`]: every cursor-bearing tool × every argument a cursor is bound to (PAG-6);
+//! - [`refused_transitions`]: every (from, to) order-status pair the lifecycle forbids (PRE-3);
+//! - [`access_rows`]: every tool with a target × every persona × every restaurant, with the checks
+//!   of AUTH-3/4/6 the persona fails there, from the personas' scopes and memberships.
+
+use chataigne_contract::dataset::{Dataset, Persona};
+use chataigne_contract::tools::{ORDER_LIFECYCLE, ORDER_STATUSES};
+use chataigne_contract::{ErrorCode, Role, ToolName};
+use serde_json::{Map, Value, json};
+
+/// Arguments that size a page rather than select items: changing them keeps a cursor (PAG-6).
+const PAGE_SIZES: [&str; 2] = ["limit", "message_limit"];
+
+/// One row of PAG-6's matrix: `base` gives a first page (with a page size of 1 added), and
+/// `changed` is the same call with `argument` changed, which the cursor must not serve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CursorRow {
+    pub tool: ToolName,
+    pub argument: String,
+    pub base: Value,
+    pub changed: Value,
+}
+
+/// The page-size argument of `tool`, if it has one.
+pub fn page_size(tool: ToolName) -> Option<&'static str> {
+    let schema = tool.input_schema();
+    PAGE_SIZES.into_iter().find(|p| schema.pointer(&format!("/properties/{p}")).is_some())
+}
+
+/// Every argument of every tool that takes a `cursor`, except the page sizes and the cursor.
+pub fn cursor_rows(dataset: &Dataset) -> Vec<CursorRow> {
+    let mut rows = Vec::new();
+    for &tool in ToolName::ALL {
+        let schema = tool.input_schema();
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else { continue };
+        if !properties.contains_key("cursor") {
+            continue;
+        }
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut base = Map::new();
+        for name in &required {
+            if let Some(value) = home_value(dataset, name) {
+                base.insert((*name).to_owned(), value);
+            }
+        }
+        for (name, property) in properties {
+            if name == "cursor" || PAGE_SIZES.contains(&name.as_str()) {
+                continue;
+            }
+            let mut row_base = base.clone();
+            let first = row_base
+                .get(name)
+                .cloned()
+                .or_else(|| home_value(dataset, name))
+                .or_else(|| values(property).first().cloned());
+            let Some(first) = first else { continue };
+            row_base.insert(name.clone(), first.clone());
+            let mut changed = row_base.clone();
+            match other_value(dataset, name, property, &first) {
+                Some(other) => {
+                    changed.insert(name.clone(), other);
+                }
+                // An optional argument with no second value: leaving it out is a change too.
+                None if !required.contains(&name.as_str()) => {
+                    changed.remove(name);
+                }
+                None => continue,
+            }
+            rows.push(CursorRow {
+                tool,
+                argument: name.clone(),
+                base: Value::Object(row_base),
+                changed: Value::Object(changed),
+            });
+        }
+    }
+    rows
+}
+
+/// The value an argument takes in ordinary calls: the busy restaurant and its records.
+fn home_value(dataset: &Dataset, name: &str) -> Option<Value> {
+    let l = &dataset.landmarks;
+    Some(json!(match name {
+        "restaurant_id" => l.busy_restaurant.as_str(),
+        "organization_id" => l.home_organization.as_str(),
+        "conversation_id" => l.long_conversation.as_str(),
+        "query" => l.transcript_phrase.as_str(),
+        _ => return None,
+    }))
+}
+
+/// Another valid value of the argument, the persona "owner" still allowed to use it.
+fn other_value(dataset: &Dataset, name: &str, property: &Value, first: &Value) -> Option<Value> {
+    let l = &dataset.landmarks;
+    match name {
+        "restaurant_id" => return Some(json!(l.small_restaurant)),
+        "conversation_id" => {
+            let other = dataset
+                .conversations
+                .iter()
+                .find(|c| c.restaurant_id == l.busy_restaurant && c.id != l.long_conversation)?;
+            return Some(json!(other.id));
+        }
+        "query" => return Some(json!(format!("{} menu", l.transcript_phrase))),
+        "organization_id" => return None,
+        _ => {}
+    }
+    if property.get("format").and_then(Value::as_str) == Some("date-time") {
+        return Some(json!("2001-01-01T00:00:00Z"));
+    }
+    values(property).into_iter().find(|v| v != first)
+}
+
+/// The values an argument's schema enumerates (`enum`, or singletons of an array of an `enum`),
+/// or a wide timestamp.
+fn values(property: &Value) -> Vec<Value> {
+    if let Some(members) = property.get("enum").and_then(Value::as_array) {
+        return members.clone();
+    }
+    if let Some(members) = property.pointer("/items/enum").and_then(Value::as_array) {
+        return members.iter().map(|m| json!([m])).collect();
+    }
+    if property.get("format").and_then(Value::as_str) == Some("date-time") {
+        return vec![json!("2000-01-01T00:00:00Z")];
+    }
+    Vec::new()
+}
+
+/// Every (from, to) pair `update_order_status` must refuse: `to` is one of its published targets
+/// and not a step forward of `from` in the lifecycle (a move to the same or an earlier state, or
+/// any move out of a state the lifecycle ends in). Forward moves are left out: the seed allows
+/// skipping forward, and a move that is allowed changes the dataset.
+pub fn refused_transitions() -> Vec<(&'static str, String)> {
+    let targets: Vec<String> = ToolName::UpdateOrderStatus
+        .input_schema()
+        .pointer("/properties/status/enum")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    let step = |s: &str| ORDER_LIFECYCLE.iter().position(|l| *l == s);
+    let last = ORDER_LIFECYCLE.len() - 1;
+    let mut rows = Vec::new();
+    for from in ORDER_STATUSES {
+        for to in &targets {
+            let allowed = match (step(from), step(to)) {
+                (Some(f), Some(t)) => f < last && t > f,
+                _ => false,
+            };
+            if !allowed {
+                rows.push((from, to.clone()));
+            }
+        }
+    }
+    rows
+}
+
+/// A check of AUTH-8's chain a persona can fail, in the reference's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Check {
+    /// AUTH-3.
+    Scope,
+    /// AUTH-4 (and AUTH-7: a revoked membership is none).
+    Membership,
+    /// AUTH-6.
+    Role,
+}
+
+impl Check {
+    pub fn clause(self) -> &'static str {
+        match self {
+            Check::Scope => "AUTH-3",
+            Check::Membership => "AUTH-4",
+            Check::Role => "AUTH-6",
+        }
+    }
+
+    pub fn code(self) -> ErrorCode {
+        match self {
+            Check::Scope => ErrorCode::ScopeRequired,
+            Check::Membership | Check::Role => ErrorCode::ResourceForbidden,
+        }
+    }
+}
+
+/// One row of the access matrix: `persona` calls `tool` on `restaurant` with `args`; `fails`
+/// lists the checks it fails there (empty: it is allowed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccessRow {
+    pub persona: String,
+    pub tool: ToolName,
+    pub restaurant: String,
+    pub args: Value,
+    pub fails: Vec<Check>,
+}
+
+/// Every tool with a minimum role × every persona with a token for this server × every restaurant
+/// of the dataset, where the tool's arguments can be built (a record of that restaurant exists).
+/// Tools that act on an organization take the restaurant's; memberships limited to some
+/// restaurants are left out of those (the contract does not say what they grant on the
+/// organization).
+pub fn access_rows(dataset: &Dataset) -> Vec<AccessRow> {
+    let mut rows = Vec::new();
+    for persona in dataset.personas.iter().filter(|p| p.audience.is_none()) {
+        for restaurant in &dataset.restaurants {
+            for &tool in ToolName::ALL {
+                let Some(min_role) = tool.min_role() else { continue };
+                let on_organization = !has_argument(tool, "restaurant_id");
+                if on_organization && !has_argument(tool, "organization_id") {
+                    continue;
+                }
+                let Some(args) = access_args(dataset, tool, restaurant, persona) else { continue };
+                let mut fails = Vec::new();
+                if !persona.scopes.iter().any(|s| s == tool.scope()) {
+                    fails.push(Check::Scope);
+                }
+                let membership = dataset.memberships.iter().find(|m| {
+                    m.user_id == persona.user_id
+                        && m.organization_id == restaurant.organization_id
+                        && !m.revoked
+                });
+                match membership {
+                    Some(m) if on_organization && m.restaurant_ids.is_some() => continue,
+                    Some(m) if m.restaurant_ids.as_ref().is_some_and(|ids| !ids.contains(&restaurant.id)) => {
+                        fails.push(Check::Membership)
+                    }
+                    Some(m) if m.role < min_role => fails.push(Check::Role),
+                    Some(_) => {}
+                    None => fails.push(Check::Membership),
+                }
+                rows.push(AccessRow {
+                    persona: persona.persona.clone(),
+                    tool,
+                    restaurant: restaurant.id.clone(),
+                    args,
+                    fails,
+                });
+            }
+        }
+    }
+    rows
+}
+
+fn has_argument(tool: ToolName, name: &str) -> bool {
+    tool.input_schema().pointer(&format!("/properties/{name}")).is_some()
+}
+
+/// Arguments that pass every check but access: real records of `restaurant`. Writes are shaped so
+/// that a persona who *is* allowed changes nothing: an order move expects a state the order is not
+/// in (or, when it is, asks a backward move), a restaurant status expects the other status.
+fn access_args(
+    dataset: &Dataset,
+    tool: ToolName,
+    restaurant: &chataigne_contract::dataset::Restaurant,
+    persona: &Persona,
+) -> Option<Value> {
+    use ToolName::*;
+    let r = restaurant.id.as_str();
+    let order = || dataset.orders_of(r).next().map(|o| o.id.clone());
+    let conversation = || dataset.conversations.iter().find(|c| c.restaurant_id == r).map(|c| c.id.clone());
+    let transcript = || {
+        dataset
+            .transcripts
+            .iter()
+            .filter(|t| t.restaurant_id == r)
+            .min_by_key(|t| t.text.len())
+            .map(|t| t.id.clone())
+    };
+    let key = format!("matrix-{}-{}-{r}", persona.persona, tool.as_str());
+    Some(match tool {
+        GetRestaurant => json!({ "restaurant_id": r }),
+        ListOrders | ListConversations | ListInstructions => json!({ "restaurant_id": r, "limit": 1 }),
+        GetOrder => json!({ "restaurant_id": r, "order_id": order()? }),
+        GetConversation => {
+            json!({ "restaurant_id": r, "conversation_id": conversation()?, "message_limit": 1 })
+        }
+        SearchTranscripts => {
+            json!({ "restaurant_id": r, "query": dataset.landmarks.transcript_phrase, "limit": 1 })
+        }
+        GetTranscript => json!({ "restaurant_id": r, "transcript_id": transcript()? }),
+        GetAnalytics => {
+            json!({ "restaurant_id": r, "metrics": ["orders_count"], "from": "2026-01-01", "to": "2026-01-31" })
+        }
+        UpdateOrderStatus => {
+            json!({ "restaurant_id": r, "order_id": order()?, "status": "accepted", "expected_status": "completed" })
+        }
+        SetRestaurantStatus => {
+            let other = if restaurant.status == "open" { "paused" } else { "open" };
+            json!({ "restaurant_id": r, "status": restaurant.status, "expected_status": other })
+        }
+        SendMessage => {
+            json!({ "restaurant_id": r, "conversation_id": conversation()?, "text": "Matrix CANARY", "idempotency_key": key })
+        }
+        CreateInstruction => json!({ "restaurant_id": r, "text": "Matrix CANARY", "idempotency_key": key }),
+        CreateRestaurant => {
+            json!({ "organization_id": restaurant.organization_id, "name": "Matrix CANARY", "timezone": "Europe/Paris", "idempotency_key": key })
+        }
+        ListRestaurants => json!({ "organization_id": restaurant.organization_id, "limit": 1 }),
+        ListOrganizations | CreateOrganization => return None,
+    })
+}
+
+/// The minimum role a row needs, for messages.
+pub fn min_role(tool: ToolName) -> Option<Role> {
+    tool.min_role()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dataset() -> Dataset {
+        chataigne_contract::dataset::generate()
+    }
+
+    #[test]
+    fn every_argument_a_cursor_is_bound_to_has_a_row() {
+        let rows = cursor_rows(&dataset());
+        let names: Vec<String> = rows.iter().map(|r| format!("{}.{}", r.tool.as_str(), r.argument)).collect();
+        for expected in [
+            "list_restaurants.organization_id",
+            "list_restaurants.status",
+            "list_orders.restaurant_id",
+            "list_orders.status",
+            "list_orders.channel",
+            "list_orders.created_from",
+            "list_orders.created_to",
+            "list_conversations.restaurant_id",
+            "list_conversations.status",
+            "list_conversations.channel",
+            "get_conversation.restaurant_id",
+            "get_conversation.conversation_id",
+            "search_transcripts.restaurant_id",
+            "search_transcripts.query",
+            "list_instructions.restaurant_id",
+        ] {
+            assert!(names.contains(&expected.to_owned()), "{expected} missing from {names:?}");
+        }
+        assert_eq!(names.len(), 15, "{names:?}");
+        for row in &rows {
+            assert_ne!(row.base, row.changed, "{}.{}", row.tool.as_str(), row.argument);
+            assert!(row.tool.input_schema()["properties"]["cursor"].is_object());
+        }
+    }
+
+    #[test]
+    fn refused_transitions_are_every_backward_same_and_terminal_move() {
+        let rows = refused_transitions();
+        let has = |f: &str, t: &str| rows.iter().any(|(a, b)| *a == f && b == t);
+        assert!(has("accepted", "accepted") && has("ready", "accepted") && has("completed", "ready"));
+        assert!(has("cancelled", "accepted") && has("rejected", "completed"));
+        assert!(
+            !has("received", "accepted") && !has("accepted", "preparing") && !has("received", "completed")
+        );
+        // 7 states × 4 targets, less the 10 forward moves out of the 4 non-final lifecycle states.
+        assert_eq!(rows.len(), 7 * 4 - 10);
+    }
+
+    #[test]
+    fn access_rows_follow_the_personas_tables() {
+        let d = dataset();
+        let rows = access_rows(&d);
+        let row = |p: &str, t: ToolName, r: &str| {
+            rows.iter().find(|x| x.persona == p && x.tool == t && x.restaurant == r).map(|x| x.fails.clone())
+        };
+        let (central, small, rival) =
+            (&d.landmarks.busy_restaurant, &d.landmarks.small_restaurant, &d.landmarks.foreign_restaurant);
+        assert_eq!(row("owner", ToolName::CreateRestaurant, central), Some(vec![]));
+        assert_eq!(row("manager", ToolName::CreateRestaurant, central), Some(vec![Check::Role]));
+        assert_eq!(row("viewer", ToolName::SendMessage, central), Some(vec![Check::Role]));
+        assert_eq!(row("staff", ToolName::SendMessage, central), Some(vec![]));
+        assert_eq!(row("staff", ToolName::GetOrder, small), Some(vec![Check::Membership]));
+        assert_eq!(
+            row("staff", ToolName::ListRestaurants, central),
+            None,
+            "limited membership on an organization"
+        );
+        assert_eq!(row("outsider", ToolName::GetOrder, central), Some(vec![Check::Membership]));
+        assert_eq!(row("outsider", ToolName::UpdateOrderStatus, rival), Some(vec![]));
+        assert_eq!(row("revoked", ToolName::ListOrders, central), Some(vec![Check::Membership]));
+        assert_eq!(row("noscope", ToolName::GetRestaurant, central), Some(vec![Check::Scope]));
+        assert_eq!(
+            row("noscope", ToolName::GetRestaurant, rival),
+            Some(vec![Check::Scope, Check::Membership])
+        );
+        assert!(rows.iter().all(|r| r.persona != "other_audience"));
+        // Every tool with a role is in the matrix, for every persona with a token of this server.
+        for &tool in ToolName::ALL.iter().filter(|t| t.min_role().is_some()) {
+            assert!(rows.iter().any(|r| r.tool == tool), "{}", tool.as_str());
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The matrices of `crate::matrices` run against the server: one step per rule "for every …",
+//! every row checked, and every row that fails named in the one failure (with the first failing
+//! exchange as evidence). A row the suite cannot build on this server (no first page to take a
+//! cursor from, no order in a state) fails the step: a matrix proves what its rows name.
+
+use std::fmt::Write as _;
+
+use chataigne_contract::ErrorCode;
+use chataigne_contract::envelope::{self, Parsed};
+use cucumber::then;
+use serde_json::{Value, json};
+
+use crate::matrices::{self, Check};
+use crate::world::ConformanceWorld;
+
+/// The rows that failed, with the index in `history` of the first one's exchange.
+#[derive(Default)]
+struct Misses {
+    rows: Vec<String>,
+    first: Option<usize>,
+}
+
+impl Misses {
+    fn add(&mut self, w: &ConformanceWorld, row: String) {
+        if self.first.is_none() {
+            self.first = w.history.len().checked_sub(1);
+        }
+        self.rows.push(row);
+    }
+
+    fn verdict(self, w: &ConformanceWorld, rows: usize, rule: &str) -> anyhow::Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let mut got = format!("{} of {rows} rows differ:", self.rows.len());
+        for row in self.rows.iter().take(40) {
+            let _ = write!(got, "\n  - {row}");
+        }
+        if self.rows.len() > 40 {
+            let _ = write!(got, "\n  - … and {} more", self.rows.len() - 40);
+        }
+        Err(w.fail_about(self.first.and_then(|i| w.history.get(i)), rule, got))
+    }
+}
+
+/// The last call's outcome in a few words: `success`, the tool error's code, or what came.
+fn outcome(w: &ConformanceWorld) -> String {
+    let Ok(ex) = w.last() else { return "no answer".to_owned() };
+    match ex.structured().map(envelope::parse) {
+        Some(Ok(Parsed::Success { .. })) if !ex.is_error() => "success".to_owned(),
+        Some(Ok(Parsed::Error(body))) => body.code.as_str().to_owned(),
+        _ => ex.summary(),
+    }
+}
+
+fn error_code(w: &ConformanceWorld) -> Option<String> {
+    let ex = w.last().ok()?;
+    match ex.structured().map(envelope::parse) {
+        Some(Ok(Parsed::Error(body))) if ex.is_error() => Some(body.code.as_str().to_owned()),
+        _ => None,
+    }
+}
+
+fn with(args: &Value, key: &str, value: Value) -> Value {
+    let mut args = args.clone();
+    args[key] = value;
+    args
+}
+
+/// PAG-6 for every argument a cursor is bound to: the first page's cursor, sent with that one
+/// argument changed, is refused. A change the server would refuse anyway (a conversation asked
+/// through a restaurant that does not hold it) needs only a refusal; any other, MCP_CURSOR_INVALID.
+#[then("every cursor is refused when one argument it was issued for changes")]
+async fn cursor_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = matrices::cursor_rows(w.dataset());
+    let mut misses = Misses::default();
+    for row in &rows {
+        let tool = row.tool.as_str();
+        let size = matrices::page_size(row.tool).unwrap_or("limit");
+        let name = format!("{tool} with {} changed", row.argument);
+        w.call_tool(tool, with(&row.base, size, json!(1))).await?;
+        let cursor = w.success().ok().and_then(|s| s.meta.next_cursor).filter(|c| !c.is_empty());
+        let Some(cursor) = cursor else {
+            misses.add(w, format!("{name}: no cursor to reuse (first page: {})", outcome(w)));
+            continue;
+        };
+        w.call_tool(tool, with(&row.changed, size, json!(1))).await?;
+        let valid_alone = outcome(w) == "success";
+        w.call_tool(tool, with(&with(&row.changed, size, json!(1)), "cursor", json!(cursor))).await?;
+        match error_code(w) {
+            Some(code) if code == ErrorCode::CursorInvalid.as_str() => {}
+            Some(_) if !valid_alone => {}
+            _ => misses.add(w, format!("{name}: {}", outcome(w))),
+        }
+    }
+    misses.verdict(w, rows.len(), "MCP_CURSOR_INVALID for a cursor reused with any one argument changed")
+}
+
+/// PRE-3 for every (from, to) pair the lifecycle forbids: refused with the seed's precondition
+/// code, the order's status unchanged. One order per starting state, claimed for the run.
+#[then("every move the order lifecycle forbids is refused and leaves the order as it was")]
+async fn transition_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = matrices::refused_transitions();
+    let restaurant = w.dataset().landmarks.busy_restaurant.clone();
+    let mut misses = Misses::default();
+    let mut from_states: Vec<&str> = rows.iter().map(|(f, _)| *f).collect();
+    from_states.dedup();
+    for from in from_states {
+        let order = super::writes::order_in_status(w, &restaurant, from).await?;
+        for (_, to) in rows.iter().filter(|(f, _)| *f == from) {
+            let args = json!({ "restaurant_id": restaurant, "order_id": order, "status": to, "expected_status": from });
+            w.dirty = true;
+            w.call_tool("update_order_status", args).await?;
+            match error_code(w) {
+                Some(code) if code == ErrorCode::OrderStatusPreconditionFailed.as_str() => {}
+                _ => misses.add(w, format!("{from} → {to}: {}", outcome(w))),
+            }
+        }
+        w.call_tool("get_order", json!({ "restaurant_id": restaurant, "order_id": order })).await?;
+        let success = w.success()?;
+        let status = w.field(&success.data, "/order/status")?.as_str().unwrap_or_default().to_owned();
+        if status != from {
+            misses.add(w, format!("{order} was {from} and is now {status} after refused moves"));
+        }
+    }
+    misses.verdict(
+        w,
+        rows.len(),
+        "ORDER_STATUS_PRECONDITION_FAILED for every move the lifecycle forbids, and no effect",
+    )
+}
+
+/// AUTH-3/4/6 for every tool × persona × restaurant whose first failing check (in AUTH-8's
+/// order) is `check`: refused with the code of one of the checks the row fails (the seed orders
+/// none of them; the reference's first is `check-order`).
+#[then(regex = r"^every tool refuses every persona that the (scope|membership|role) table excludes$")]
+async fn refusal_matrix(w: &mut ConformanceWorld, table: String) -> anyhow::Result<()> {
+    let check = match table.as_str() {
+        "scope" => Check::Scope,
+        "membership" => Check::Membership,
+        _ => Check::Role,
+    };
+    let rows: Vec<_> =
+        matrices::access_rows(w.dataset()).into_iter().filter(|r| r.fails.first() == Some(&check)).collect();
+    let mut misses = Misses::default();
+    for row in &rows {
+        w.use_persona(&row.persona)?;
+        if row.tool.kind().is_write() {
+            w.dirty = true;
+        }
+        w.call_tool(row.tool.as_str(), row.args.clone()).await?;
+        let got = error_code(w);
+        let allowed: Vec<&str> = row.fails.iter().map(|c| c.code().as_str()).collect();
+        match got.as_deref() {
+            Some(code) if code == check.code().as_str() => {}
+            Some(code) if allowed.contains(&code) => w.ext_difference(
+                "check-order",
+                format!(
+                    "{} calling {} on {}: {code}, where the reference's first failing check gives {}",
+                    row.persona,
+                    row.tool.as_str(),
+                    row.restaurant,
+                    check.code()
+                ),
+            ),
+            _ => misses.add(
+                w,
+                format!(
+                    "{} calling {} on {}: {} (expected {})",
+                    row.persona,
+                    row.tool.as_str(),
+                    row.restaurant,
+                    outcome(w),
+                    allowed.join(" or ")
+                ),
+            ),
+        }
+    }
+    if rows.is_empty() {
+        return Err(w.fail(format!("rows refused by the {table} table"), "none derived from the dataset"));
+    }
+    let rule = format!("{} ({}) for every call the {table} table refuses", check.code(), check.clause());
+    misses.verdict(w, rows.len(), &rule)
+}
+
+/// The other side of the tables: every read a persona's scope, membership and role allow is
+/// served (writes that are allowed change state; their scenarios are the hand-written ones).
+#[then("every persona is served every read the scope, membership and role tables allow")]
+async fn allowed_reads(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows: Vec<_> = matrices::access_rows(w.dataset())
+        .into_iter()
+        .filter(|r| r.fails.is_empty() && !r.tool.kind().is_write())
+        .collect();
+    let mut misses = Misses::default();
+    for row in &rows {
+        w.use_persona(&row.persona)?;
+        w.call_tool(row.tool.as_str(), row.args.clone()).await?;
+        if outcome(w) != "success" {
+            misses.add(
+                w,
+                format!(
+                    "{} calling {} on {}: {}",
+                    row.persona,
+                    row.tool.as_str(),
+                    row.restaurant,
+                    outcome(w)
+                ),
+            );
+        }
+    }
+    if rows.is_empty() {
+        return Err(w.fail("reads the tables allow", "none derived from the dataset"));
+    }
+    misses.verdict(w, rows.len(), "a success for every read the tables allow")
+}
