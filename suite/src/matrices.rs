@@ -10,7 +10,7 @@
 
 use chataigne_contract::dataset::{Dataset, Persona};
 use chataigne_contract::tools::{ORDER_LIFECYCLE, ORDER_STATUSES};
-use chataigne_contract::{ErrorCode, Role, ToolName};
+use chataigne_contract::{ErrorCode, ToolName};
 use serde_json::{Map, Value, json};
 
 /// Arguments that size a page rather than select items: changing them keeps a cursor (PAG-6).
@@ -63,7 +63,7 @@ pub fn cursor_rows(dataset: &Dataset) -> Vec<CursorRow> {
                 .get(name)
                 .cloned()
                 .or_else(|| home_value(dataset, name))
-                .or_else(|| values(property).first().cloned());
+                .or_else(|| values(name, property).first().cloned());
             let Some(first) = first else { continue };
             row_base.insert(name.clone(), first.clone());
             let mut changed = row_base.clone();
@@ -116,23 +116,36 @@ fn other_value(dataset: &Dataset, name: &str, property: &Value, first: &Value) -
         "organization_id" => return None,
         _ => {}
     }
-    if property.get("format").and_then(Value::as_str) == Some("date-time") {
-        return Some(json!("2001-01-01T00:00:00Z"));
+    if is_timestamp(property) {
+        return Some(json!(if name.ends_with("_to") {
+            "2099-01-01T00:00:00Z"
+        } else {
+            "2001-01-01T00:00:00Z"
+        }));
     }
-    values(property).into_iter().find(|v| v != first)
+    values(name, property).into_iter().find(|v| v != first)
+}
+
+/// A timestamp argument: the contract's schemas give them as a pattern with a time part.
+fn is_timestamp(property: &Value) -> bool {
+    property.get("pattern").and_then(Value::as_str).is_some_and(|p| p.contains("T[0-9]{2}:"))
 }
 
 /// The values an argument's schema enumerates (`enum`, or singletons of an array of an `enum`),
-/// or a wide timestamp.
-fn values(property: &Value) -> Vec<Value> {
+/// or a timestamp that keeps every item (far past for a lower bound, far future for an upper).
+fn values(name: &str, property: &Value) -> Vec<Value> {
     if let Some(members) = property.get("enum").and_then(Value::as_array) {
         return members.clone();
     }
     if let Some(members) = property.pointer("/items/enum").and_then(Value::as_array) {
         return members.iter().map(|m| json!([m])).collect();
     }
-    if property.get("format").and_then(Value::as_str) == Some("date-time") {
-        return vec![json!("2000-01-01T00:00:00Z")];
+    if is_timestamp(property) {
+        return vec![json!(if name.ends_with("_to") {
+            "2100-01-01T00:00:00Z"
+        } else {
+            "2000-01-01T00:00:00Z"
+        })];
     }
     Vec::new()
 }
@@ -313,11 +326,6 @@ fn access_args(
     })
 }
 
-/// The minimum role a row needs, for messages.
-pub fn min_role(tool: ToolName) -> Option<Role> {
-    tool.min_role()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,7 +406,9 @@ mod tests {
         );
         assert!(rows.iter().all(|r| r.persona != "other_audience"));
         // Every tool with a role is in the matrix, for every persona with a token of this server.
-        for &tool in ToolName::ALL.iter().filter(|t| t.min_role().is_some()) {
+        let targeted =
+            |t: &&ToolName| has_argument(**t, "restaurant_id") || has_argument(**t, "organization_id");
+        for &tool in ToolName::ALL.iter().filter(|t| t.min_role().is_some()).filter(targeted) {
             assert!(rows.iter().any(|r| r.tool == tool), "{}", tool.as_str());
         }
     }

@@ -43,6 +43,7 @@ named_modes! {
         PageOverlap = "page-overlap", "PAG-4", "each page starts at the previous page's last item (duplicates)";
         CursorUnsigned = "cursor-unsigned", "PAG-5", "a tampered cursor is accepted";
         CursorUnbound = "cursor-unbound", "PAG-6", "a cursor works with other filters, tools, clients and users";
+        CursorUnboundDates = "cursor-unbound-dates", "PAG-6", "list_orders cursors are not bound to created_from/created_to";
         CursorCarriesAuthority = "cursor-carries-authority", "PAG-7", "a next page skips the membership check";
         MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
         AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
@@ -55,6 +56,7 @@ named_modes! {
         PreconditionOptional = "precondition-optional", "PRE-1", "expected_status may be omitted";
         ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
         LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
+        TerminalOrdersMovable = "terminal-orders-movable", "PRE-3", "cancelled and rejected orders can be moved back into the lifecycle";
         NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
         KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
         ReplayNotFlagged = "replay-not-flagged", "IDEM-2", "a replay says replayed: false";
@@ -67,11 +69,14 @@ named_modes! {
         NoAuthentication = "no-authentication", "AUTH-1", "a request without a token is served as the owner";
         AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
         ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
+        AnalyticsScopeIgnored = "analytics-scope-ignored", "AUTH-3", "get_analytics does not check its scope";
         ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
+        AnalyticsMembershipIgnored = "analytics-membership-ignored", "AUTH-4", "get_analytics serves any restaurant, member or not";
         ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
         SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found (and an order moved) through any restaurant of its own organization";
         ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
         RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
+        MessageRoleIgnored = "message-role-ignored", "AUTH-6", "send_message does not check the role (a viewer can send)";
         RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
         OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
         CancelToolExposed = "cancel-tool-exposed", "ABS-1", "a cancel_order tool is listed";
@@ -225,12 +230,20 @@ impl Defects {
 
     // --- authentication and authorization ---
 
-    pub fn ignores_roles(&self) -> bool {
+    pub fn ignores_roles(&self, tool: ToolName) -> bool {
         self.has(Defect::RolesIgnored)
+            || (self.has(Defect::MessageRoleIgnored) && tool == ToolName::SendMessage)
     }
 
-    pub fn ignores_scopes(&self) -> bool {
+    pub fn ignores_scopes(&self, tool: ToolName) -> bool {
         self.has(Defect::ScopesIgnored)
+            || (self.has(Defect::AnalyticsScopeIgnored) && tool == ToolName::GetAnalytics)
+    }
+
+    /// AUTH-4's narrow defect: a tool that skips the membership check, as if its caller owned
+    /// every restaurant.
+    pub fn skips_membership(&self, tool: ToolName) -> bool {
+        self.has(Defect::AnalyticsMembershipIgnored) && tool == ToolName::GetAnalytics
     }
 
     pub fn role_for_restaurant(&self, data: &Data, user: &str, rid: &str) -> Option<Role> {
@@ -324,6 +337,11 @@ impl Defects {
         self.has(Defect::NoTruncation) || self.has(Defect::HugeOutput)
     }
 
+    /// Arguments a cursor is not bound to, besides the page size and the cursor itself.
+    pub fn unbound_arguments(&self) -> &'static [&'static str] {
+        if self.has(Defect::CursorUnboundDates) { &["created_from", "created_to"] } else { &[] }
+    }
+
     pub fn filters_digest(&self, healthy: [u8; 32]) -> [u8; 32] {
         if self.has(Defect::CursorUnbound) { [0; 32] } else { healthy }
     }
@@ -384,8 +402,10 @@ impl Defects {
         self.has(Defect::ExpectedStatusIgnored) || self.has(Defect::PreconditionOptional)
     }
 
-    pub fn ignores_lifecycle(&self) -> bool {
-        self.has(Defect::LifecycleUnchecked) || self.has(Defect::CancelStatusAccepted)
+    pub fn ignores_lifecycle(&self, from: &str) -> bool {
+        self.has(Defect::LifecycleUnchecked)
+            || self.has(Defect::CancelStatusAccepted)
+            || (self.has(Defect::TerminalOrdersMovable) && matches!(from, "cancelled" | "rejected"))
     }
 
     pub fn no_compare_and_set(&self) -> bool {

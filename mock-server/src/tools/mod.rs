@@ -101,6 +101,9 @@ pub fn access(
     let data = app.store.read();
     let user = principal.user_id.as_str();
     let forbidden = || ToolError::from(ErrorCode::ResourceForbidden);
+    if app.defects.skips_membership(tool) {
+        return Ok(Some(Role::Owner));
+    }
     if app.defects.cursor_skips_access() && args.get("cursor").is_some() {
         return Ok(Some(Role::Owner));
     }
@@ -214,9 +217,10 @@ fn binding<'a>(call: &'a Call, filters: &[u8; 32]) -> Binding<'a> {
 }
 
 fn filters_digest(call: &Call) -> [u8; 32] {
-    call.app
-        .defects
-        .filters_digest(crate::canonical::digest_without(&call.args, &["limit", "cursor", "message_limit"]))
+    let defects = &call.app.defects;
+    let mut unbound = vec!["limit", "cursor", "message_limit"];
+    unbound.extend(defects.unbound_arguments());
+    defects.filters_digest(crate::canonical::digest_without(&call.args, &unbound))
 }
 
 /// Where the page starts: the cursor's key, or the newest item (PAG-5, PAG-6).

@@ -75,7 +75,7 @@ pub fn check_transition(call: &Call) -> Result<(), ToolError> {
         return Err(ErrorCode::ExpectedStateMismatch.into());
     }
     if !allowed(&o.row.status, target, call.app.variants.skips_forward())
-        && !call.app.defects.ignores_lifecycle()
+        && !call.app.defects.ignores_lifecycle(&o.row.status)
     {
         return Err(ErrorCode::OrderStatusPreconditionFailed.into());
     }
