@@ -81,7 +81,7 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = mock_server::dev::oauth::OAuthLimits::default().registrations_per_minute)]
     registrations_per_minute: u32,
     /// Keep idempotency keys and rate windows in Redis (e.g. redis://127.0.0.1:6379), shared by
-    /// every replica started with the same URL, namespace and --secret; the data is not shared
+    /// every replica started with the same URL, namespace and --secret (or none); the data is not shared
     /// (README, "Replicas on Redis"). Redis must answer at start.
     #[arg(long, env = "CHATAIGNE_REDIS")]
     redis: Option<String>,
@@ -90,7 +90,9 @@ struct Cli {
     /// Do not serve the development OAuth authorization server (static tokens only).
     #[arg(long)]
     no_auth_server: bool,
-    /// Secret for cursors and idempotency key hashes (replicas must share it; default random).
+    /// Secret for cursors and idempotency key hashes (replicas must share it). Default: with
+    /// --redis, one the first replica stores in Redis (<namespace>:secret) for all of them, so
+    /// anyone who can read Redis could forge cursors: pass one in production; else random.
     #[arg(long, env = "CHATAIGNE_SECRET")]
     secret: Option<String>,
     /// Open HTTP connections at most (lowered to fit the file descriptor limit). At the cap new
