@@ -41,7 +41,8 @@ pub struct Config {
     pub idempotency_capacity: usize,
     /// Limits of the development authorization server (registered clients, registrations).
     pub oauth: crate::dev::oauth::OAuthLimits,
-    /// Secret for cursor MACs and key hashes; random by default. Replicas must share it.
+    /// Secret for cursor MACs and key hashes. `None`: on Redis, the one the replicas keep there
+    /// (`<namespace>:secret`, stored by the first); in memory, a random one.
     pub secret: Option<String>,
     /// Serve the development OAuth authorization server (`/oauth/*`).
     pub auth_server: bool,
@@ -122,31 +123,52 @@ impl App {
     /// The server as configured; with `redis_url`, Redis is connected first, and a Redis that
     /// does not answer is an error (docs/DECISIONS.md, "Shared state").
     pub async fn start(config: Config) -> anyhow::Result<App> {
-        let redis = match &config.redis_url {
+        let (redis, shared_secret) = match &config.redis_url {
             Some(url) => {
                 config.check_variants()?;
-                Some(Arc::new(Redis::connect(url, &config.redis_namespace).await?))
+                let redis = Arc::new(Redis::connect(url, &config.redis_namespace).await?);
+                // Without --secret, replicas agree on the one kept in Redis: each drawing its own
+                // would hash one key two ways (and run it twice) and refuse each other's cursors.
+                let shared = match &config.secret {
+                    Some(_) => None,
+                    None => {
+                        let secret = redis.shared_secret().await?;
+                        tracing::info!(
+                            "no --secret: cursors and idempotency key hashes use the deployment's secret \
+                             kept in Redis at {}:secret, shared by every replica on it",
+                            config.redis_namespace
+                        );
+                        Some(secret)
+                    }
+                };
+                (Some(redis), shared)
             }
-            None => None,
+            None => (None, None),
         };
-        App::build(config, redis)
+        App::build(config, redis, shared_secret)
     }
 
     /// An in-memory server; one on Redis is built by [`App::start`], which connects first.
     pub fn new(config: Config) -> anyhow::Result<App> {
-        App::build(config, None)
+        App::build(config, None, None)
     }
 
-    fn build(config: Config, redis: Option<Arc<Redis>>) -> anyhow::Result<App> {
+    /// `shared_secret`: the one kept in Redis, used when `config.secret` is `None`.
+    fn build(
+        config: Config,
+        redis: Option<Arc<Redis>>,
+        shared_secret: Option<String>,
+    ) -> anyhow::Result<App> {
         config.check_variants()?;
         // An empty secret would open the control API to an empty header.
         if config.control_secret.as_deref().is_some_and(|s| s.trim().is_empty()) {
             anyhow::bail!("the control API needs a non-empty secret");
         }
         let variants = Variants::new(&config.variants);
-        let secret = match &config.secret {
-            Some(s) => s.as_bytes().to_vec(),
-            None => rand::random::<[u8; 32]>().to_vec(),
+        let secret = match (&config.secret, shared_secret) {
+            (Some(s), _) => s.as_bytes().to_vec(),
+            (None, Some(shared)) => shared.into_bytes(),
+            (None, None) => rand::random::<[u8; 32]>().to_vec(),
         };
         let defects = Defects::new(&config.defects);
         let inputs = ToolName::ALL

@@ -81,7 +81,7 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = mock_server::dev::oauth::OAuthLimits::default().registrations_per_minute)]
     registrations_per_minute: u32,
     /// Keep idempotency keys and rate windows in Redis (e.g. redis://127.0.0.1:6379), shared by
-    /// every replica started with the same URL, namespace and --secret; the data is not shared
+    /// every replica started with the same URL, namespace and --secret (or none); the data is not shared
     /// (README, "Replicas on Redis"). Redis must answer at start.
     #[arg(long, env = "CHATAIGNE_REDIS")]
     redis: Option<String>,
@@ -90,13 +90,20 @@ struct Cli {
     /// Do not serve the development OAuth authorization server (static tokens only).
     #[arg(long)]
     no_auth_server: bool,
-    /// Secret for cursors and idempotency key hashes (replicas must share it; default random).
+    /// Secret for cursors and idempotency key hashes (replicas must share it). Default: with
+    /// --redis, one the first replica stores in Redis (<namespace>:secret) for all of them, so
+    /// anyone who can read Redis could forge cursors: pass one in production; else random.
     #[arg(long, env = "CHATAIGNE_SECRET")]
     secret: Option<String>,
-    /// Open HTTP connections at most (lowered to fit the file descriptor limit); past it the
-    /// oldest idle connection is closed for a new one, or the new one waits for a slot.
+    /// Open HTTP connections at most (lowered to fit the file descriptor limit). At the cap new
+    /// clients wait in the listen backlog until a connection ends, or one kept alive between
+    /// requests or slower than --header-grace-ms is closed for them.
     #[arg(long, value_name = "N", default_value_t = ServeLimits::default().max_connections)]
     max_connections: usize,
+    /// At the cap, a connection whose request headers are still incomplete this long after it
+    /// was accepted (or began a request) may be closed for a waiting client; never one sooner.
+    #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().header_grace))]
+    header_grace_ms: u64,
     /// A request's headers must arrive within this (it also closes idle keep-alive connections).
     #[arg(long, value_name = "MS", default_value_t = millis(ServeLimits::default().header_timeout))]
     header_timeout_ms: u64,
@@ -206,6 +213,7 @@ fn main() -> anyhow::Result<()> {
         sentry_dsn: cli.sentry_dsn.clone(),
         serve: ServeLimits {
             max_connections: cli.max_connections,
+            header_grace: Duration::from_millis(cli.header_grace_ms),
             header_timeout: Duration::from_millis(cli.header_timeout_ms),
             body_timeout: Duration::from_millis(cli.body_timeout_ms),
             shutdown_timeout: Duration::from_millis(cli.shutdown_timeout_ms),
@@ -235,7 +243,8 @@ fn main() -> anyhow::Result<()> {
         );
     }
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("binding {}", cli.listen))?;
+        // The listen backlog is where clients wait while the connection cap is reached.
+        let listener = mock_server::transport::serve::bind(cli.listen).with_context(|| format!("binding {}", cli.listen))?;
         if cli.public_url.is_none() && cli.listen.ip().is_unspecified() {
             tracing::warn!("listening on every interface without --public-url: OAuth tokens are minted for http://{}/mcp only", listener.local_addr()?);
         }

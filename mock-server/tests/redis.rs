@@ -110,15 +110,26 @@ async fn replica(redis_url: &str) -> String {
 
 /// A replica with defects switched on; returned once it answers (it connects to Redis first).
 async fn replica_with(redis_url: &str, defects: Vec<Defect>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let config = Config {
-        redis_url: Some(redis_url.to_owned()),
-        redis_namespace: "it".into(),
+    start_replica(Config {
         secret: Some("shared-deployment-secret".into()),
         defects,
+        ..replica_config(redis_url)
+    })
+    .await
+}
+
+/// A replica on `redis_url`, namespace `it`, with no `--secret` and the control API.
+fn replica_config(redis_url: &str) -> Config {
+    Config {
+        redis_url: Some(redis_url.to_owned()),
+        redis_namespace: "it".into(),
         ..Config::for_tests("secret")
-    };
+    }
+}
+
+async fn start_replica(config: Config) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
     tokio::spawn(mock_server::run(listener, config, std::future::pending()));
     let base = format!("http://{addr}");
     assert_eq!(list_tools(&base).await, 17, "the replica serves");
@@ -233,6 +244,42 @@ async fn concurrent_duplicates_across_two_replicas_have_exactly_one_effect() {
         assert!(code(r).is_none() || code(r) == Some("MCP_OPERATION_IN_PROGRESS"), "{r}");
     }
     assert_eq!(messages_in(&a).await + messages_in(&b).await, before + 1, "one message in all");
+}
+
+/// Issue 28: replicas started with `--redis` and no `--secret` each drew a random secret, so a
+/// key sent to one then the other ran twice (both `replayed: false`) and a cursor from one was
+/// MCP_CURSOR_INVALID on the other. The first now stores a secret in Redis and both use it.
+#[tokio::test]
+async fn replicas_without_a_secret_share_the_one_kept_in_redis() {
+    let redis = RedisServer::start(free_port());
+    let (a, b) = (
+        start_replica(replica_config(&redis.url())).await,
+        start_replica(replica_config(&redis.url())).await,
+    );
+    let before = messages_in(&a).await + messages_in(&b).await;
+    let first = call(&a, "send_message", send("no-secret-key-0001")).await;
+    assert_eq!((code(&first), &first["meta"]["replayed"]), (None, &json!(false)), "{first}");
+    let second = call(&b, "send_message", send("no-secret-key-0001")).await;
+    assert_eq!((code(&second), &second["meta"]["replayed"]), (None, &json!(true)), "{second}");
+    assert_eq!(second["data"], first["data"], "the stored result");
+    assert_eq!(messages_in(&a).await + messages_in(&b).await, before + 1, "one effect");
+
+    // A cursor from a is b's too: the next page, the same one a gives.
+    let page = json!({"restaurant_id": "rst_central", "limit": 2});
+    let first_page = call(&a, "list_orders", page.clone()).await;
+    let cursor = first_page["meta"]["next_cursor"].as_str().expect("a next page").to_owned();
+    let next = |base: String| {
+        let mut args = page.clone();
+        args["cursor"] = json!(cursor);
+        async move { call(&base, "list_orders", args).await }
+    };
+    let (on_b, on_a) = (next(b.clone()).await, next(a.clone()).await);
+    assert_eq!(code(&on_b), None, "a's cursor on b: {on_b}");
+    assert_eq!(on_b["data"], on_a["data"]);
+
+    // The secret is the one in Redis, a random 256 bits, under the namespace.
+    let stored: String = redis::cmd("GET").arg("it:secret").query(&mut redis.inspect()).unwrap();
+    assert!(stored.len() == 64 && stored.bytes().all(|c| c.is_ascii_hexdigit()), "{stored:?}");
 }
 
 /// What README's Redis section promises of replicas, and no more: keys and windows are shared,

@@ -7,6 +7,7 @@
 //! reconnects on its own), every call bounded by [`TIMEOUT`], and once a call has failed Redis is
 //! left alone for [`COOLDOWN`] (calls fail at once) but for one probe at a time. A Redis that lost
 //! its data is noticed through the marker `<namespace>:epoch` (see `CLAIM`; docs/DECISIONS.md).
+//! Replicas started without `--secret` share the one kept at `<namespace>:secret`.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -178,6 +179,28 @@ impl Redis {
         })
     }
 
+    /// The deployment's secret for cursors and key hashes when no `--secret` was given: the first
+    /// replica to ask stores a random one at `<namespace>:secret` (`SET NX`), and every replica
+    /// uses the one stored, so replicas on one Redis agree (docs/DECISIONS.md, "Shared state").
+    /// Asked at start, within the startup bound; its value is never logged.
+    pub async fn shared_secret(&self) -> anyhow::Result<String> {
+        let key = format!("{}:secret", self.namespace);
+        let mut conn = self.conn.clone();
+        // 256 random bits, as 64 hex digits: the same bytes would work as `--secret`.
+        let mine = hex(&rand::random::<[u8; 32]>());
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET").arg(&key).arg(&mine).arg("NX").ignore().cmd("GET").arg(&key);
+        let exchange = pipe.query_async::<(Option<String>,)>(&mut conn);
+        let (stored,) = tokio::time::timeout(STARTUP_TIMEOUT, exchange)
+            .await
+            .map_err(|_| anyhow::anyhow!("Redis (--redis) did not answer within 5 s when asked for {key}"))?
+            .map_err(|e| anyhow::anyhow!("Redis (--redis) cannot be used: reading {key}: {e}"))?;
+        match stored {
+            Some(secret) if !secret.trim().is_empty() => Ok(secret),
+            _ => anyhow::bail!("{key} in Redis is empty or gone: set it, or pass --secret"),
+        }
+    }
+
     /// Runs one exchange with Redis, within [`TIMEOUT`]; fails at once while Redis is left alone.
     /// Dropping a request that timed out does not cancel it: it still runs in Redis, in order.
     async fn ask<T>(&self, exchange: impl Future<Output = RedisResult<T>>) -> Result<T, StoreError> {
@@ -254,9 +277,10 @@ impl Redis {
         if *known != epoch {
             *known = epoch;
             tracing::warn!(
-                "Redis lost its data (the epoch marker {}:epoch was gone or replaced): keyed writes \
-                 are refused for 24 h of server clock, or until an operator lifts it (README, Redis)",
-                self.namespace
+                "Redis lost its data (the epoch marker {ns}:epoch was gone or replaced): keyed writes \
+                 are refused for 24 h of server clock, or until an operator lifts it (README, Redis); \
+                 replicas started without --secret lost {ns}:secret too: restart them all so they share one again",
+                ns = self.namespace
             );
         }
     }

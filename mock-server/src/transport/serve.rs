@@ -1,7 +1,9 @@
 //! The HTTP/1.1 accept loop, with what `axum::serve` does not configure: a header read timeout,
-//! a deadline for each request body, a cap on open connections, and a bounded graceful
-//! shutdown. Without them a few hundred stalled connections held every file descriptor and a
-//! stalled client kept the server from exiting (docs/RELIABILITY.md, "Caps and timeouts").
+//! a deadline for each request body, a cap on open connections with backpressure (at the cap,
+//! clients wait in a sized listen backlog; only idle or slow connections are closed for them),
+//! and a bounded graceful shutdown. Without them a few hundred stalled connections held every
+//! file descriptor, a burst of clients beyond the cap was closed unanswered, and a stalled client
+//! kept the server from exiting (docs/RELIABILITY.md, "Caps and timeouts").
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -9,7 +11,7 @@ use std::future::Future;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -21,8 +23,10 @@ use axum::http::{Request, Response, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -30,8 +34,9 @@ use tower::ServiceExt;
 /// `--body-timeout-ms`, `--shutdown-timeout-ms`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeLimits {
-    /// Open connections at most (lowered to fit the process's file descriptor limit). Past it
-    /// the oldest idle connection is closed for a new one, or the new one waits.
+    /// Open connections at most (lowered to fit the process's file descriptor limit). At it no
+    /// more are accepted: clients wait in the listen backlog until a connection ends, or one kept
+    /// alive between requests, or slower than `header_grace`, is closed for them.
     pub max_connections: usize,
     /// A request's headers must arrive within this; it also closes idle keep-alive connections.
     pub header_timeout: Duration,
@@ -39,6 +44,10 @@ pub struct ServeLimits {
     pub body_timeout: Duration,
     /// After the shutdown signal, connections get this long to finish; then they are closed.
     pub shutdown_timeout: Duration,
+    /// At the cap, a connection whose request headers are still incomplete this long after its
+    /// accept (or after a request's first byte, when kept alive) is slow: it may be closed for a
+    /// waiting client. One within it never is: that is a client whose request is arriving.
+    pub header_grace: Duration,
 }
 
 impl Default for ServeLimits {
@@ -50,6 +59,8 @@ impl Default for ServeLimits {
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
             shutdown_timeout: Duration::from_secs(10),
+            // Far above a header's round trip, and short next to a client's connect timeout.
+            header_grace: Duration::from_secs(1),
         }
     }
 }
@@ -117,49 +128,214 @@ impl HttpBody for TimedBody {
     }
 }
 
-/// A connection's state: how many requests it has in progress, or `EVICTED` once chosen to be
-/// closed (then no request may start on it).
-type Busy = Arc<AtomicUsize>;
-const EVICTED: usize = 1 << (usize::BITS - 1);
+/// A connection as the accept loop sees it. Its state is one atomic word, so that choosing it to
+/// make room and a request starting on it cannot both succeed: bit 63 is set once it was chosen
+/// to be closed, bits 40–62 count its requests in progress, bits 0–39 say since when it has been
+/// waiting for a request's headers (ms after `origin`: its accept, or the first byte after an
+/// answer), or hold [`IDLE`]: kept alive, nothing received since its last answer.
+struct Conn {
+    state: AtomicU64,
+    origin: Instant,
+    close: CancellationToken,
+}
 
-/// One request in progress on a connection, for as long as its answer is being produced.
-struct InProgress(Busy);
+const EVICTED: u64 = 1 << 63;
+const ONE_REQUEST: u64 = 1 << 40;
+const REQUESTS: u64 = EVICTED - ONE_REQUEST;
+const SINCE: u64 = ONE_REQUEST - 1;
+const IDLE: u64 = SINCE;
+
+/// What a connection is doing, read from its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Evicted,
+    Busy,
+    Idle,
+    /// Waiting for a request's headers since this many ms after the origin.
+    Waiting(u64),
+}
+
+fn phase(state: u64) -> Phase {
+    if state & EVICTED != 0 {
+        Phase::Evicted
+    } else if state & REQUESTS != 0 {
+        Phase::Busy
+    } else if state & SINCE == IDLE {
+        Phase::Idle
+    } else {
+        Phase::Waiting(state & SINCE)
+    }
+}
+
+fn millis_since(origin: Instant) -> u64 {
+    u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX).min(IDLE - 1)
+}
+
+impl Conn {
+    /// Just accepted: waiting for its first request's headers from now.
+    fn accepted(origin: Instant) -> Conn {
+        Conn { state: AtomicU64::new(millis_since(origin)), origin, close: CancellationToken::new() }
+    }
+
+    /// Bytes arrived: on a connection idle since its last answer, a request's headers begin.
+    fn received(&self) {
+        if self.state.load(Ordering::Acquire) != IDLE {
+            return;
+        }
+        let now = millis_since(self.origin);
+        let _ = self.state.compare_exchange(IDLE, now, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// Closes the connection if it is still in the state `seen` (a request did not start, no
+    /// byte arrived meanwhile).
+    fn evict(&self, seen: u64) -> bool {
+        let evicted =
+            self.state.compare_exchange(seen, seen | EVICTED, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if evicted {
+            self.close.cancel();
+        }
+        evicted
+    }
+}
+
+/// One request in progress on a connection, until its answer has been written (it travels with
+/// the answer's body): the connection is never closed to make room meanwhile.
+struct InProgress(Arc<Conn>);
 
 impl InProgress {
-    fn start(busy: &Busy) -> Option<InProgress> {
-        let started =
-            busy.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n & EVICTED == 0).then_some(n + 1));
-        started.ok().map(|_| InProgress(busy.clone()))
+    fn start(conn: &Arc<Conn>) -> Option<InProgress> {
+        let started = conn.state.fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+            (s & EVICTED == 0).then_some(s + ONE_REQUEST)
+        });
+        started.ok().map(|_| InProgress(conn.clone()))
     }
 }
 
 impl Drop for InProgress {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        // The last answer written: idle until the next request's first byte.
+        let _ = self.0.state.fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+            let s = s - ONE_REQUEST;
+            Some(if s & REQUESTS == 0 { (s & EVICTED) | IDLE } else { s })
+        });
     }
 }
 
-/// The open connections, oldest first, so the oldest idle one can be closed for a new one.
+/// An answer's body, holding its request's [`InProgress`] until hyper has written it all (a
+/// streamed answer counts as in progress to its end).
+struct Answering {
+    body: Body,
+    _in_progress: InProgress,
+}
+
+impl HttpBody for Answering {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The socket, telling its [`Conn`] when bytes arrive: a kept-alive connection that begins a
+/// request is no longer idle.
+struct Watched {
+    stream: tokio::net::TcpStream,
+    conn: Arc<Conn>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.conn.received();
+        }
+        read
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// The open connections, oldest first.
 #[derive(Default)]
 struct Open {
     next: u64,
-    live: BTreeMap<u64, (Busy, CancellationToken)>,
+    live: BTreeMap<u64, Arc<Conn>>,
 }
 
 impl Open {
-    /// Closes the oldest connection with no request in progress (headers still coming in, or
-    /// kept alive between requests). True if one was closed or is already on its way out.
-    fn evict_oldest_idle(&self) -> bool {
-        if self.live.values().any(|(busy, _)| busy.load(Ordering::Acquire) == EVICTED) {
-            return true;
-        }
-        for (busy, close) in self.live.values() {
-            if busy.compare_exchange(0, EVICTED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-                close.cancel();
-                return true;
+    /// Closes one connection that may make room for a client waiting to be accepted: the oldest
+    /// kept alive with nothing received since its answer, else the one whose headers have been
+    /// arriving longest, if that is at least `grace`. Never one with a request in progress, nor
+    /// one within its grace (a fresh client whose request is arriving). True if one was closed
+    /// or is already on its way out.
+    fn make_room(&self, origin: Instant, grace: Duration) -> bool {
+        let now = millis_since(origin);
+        let grace = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        let mut slow = Vec::new();
+        for conn in self.live.values() {
+            let state = conn.state.load(Ordering::Acquire);
+            match phase(state) {
+                Phase::Evicted => return true,
+                Phase::Busy => {}
+                Phase::Idle => {
+                    if conn.evict(state) {
+                        return true;
+                    }
+                }
+                Phase::Waiting(since) => {
+                    if now.saturating_sub(since) >= grace {
+                        slow.push((since, state, conn));
+                    }
+                }
             }
         }
-        false
+        slow.sort_by_key(|(since, _, _)| *since);
+        slow.into_iter().any(|(_, state, conn)| conn.evict(state))
     }
 }
 
@@ -194,7 +370,8 @@ fn effective_cap(wanted: usize) -> usize {
     wanted.max(1)
 }
 
-/// Accept errors that mean "out of file descriptors": closing an idle connection frees one.
+/// Accept errors that mean "out of file descriptors": the connection stays in the backlog, and
+/// closing a connection that may make room frees a descriptor for it.
 fn out_of_descriptors(e: &std::io::Error) -> bool {
     #[cfg(unix)]
     {
@@ -208,8 +385,27 @@ fn out_of_descriptors(e: &std::io::Error) -> bool {
     }
 }
 
+/// How many connections the kernel queues, handshake done, while the server does not accept
+/// (at the cap): the `backlog` of `listen(2)`, which Linux further caps at `net.core.somaxconn`
+/// (4096 by default since 5.4). Past it new connections are not refused: their SYNs go
+/// unanswered and are sent again (1 s, then 3 s…). tokio's own `bind` asks for 1024.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listener on `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as tokio's `bind`).
+pub fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket =
+        if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves, then lets open connections finish
 /// for at most `limits.shutdown_timeout` and closes the rest.
+///
+/// At the cap it accepts no more: one client is held while a slot is found (a connection ends,
+/// or [`Open::make_room`] closes one that is idle or slow), the rest wait in the listen backlog.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -218,26 +414,25 @@ pub async fn serve(
 ) {
     let permits = Arc::new(Semaphore::new(effective_cap(limits.max_connections)));
     let open = Arc::new(Mutex::new(Open::default()));
+    let origin = Instant::now();
     let draining = CancellationToken::new();
     let mut tasks = JoinSet::new();
     let mut shutdown = pin!(shutdown);
-    let mut starved = false;
+    let mut starved: Option<Instant> = None;
     loop {
         let (stream, peer) = tokio::select! {
             biased;
             () = &mut shutdown => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
             accepted = listener.accept() => match accepted {
-                Ok(accepted) => {
-                    starved = false;
-                    accepted
-                }
+                Ok(accepted) => accepted,
                 Err(e) if out_of_descriptors(&e) => {
-                    if !starved {
-                        tracing::warn!("out of file descriptors: closing idle connections to accept new ones");
-                        starved = true;
+                    // Once a minute at most: under a flood this comes back every few accepts.
+                    if starved.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                        tracing::warn!("out of file descriptors: clients wait in the backlog while connections are closed or end");
+                        starved = Some(Instant::now());
                     }
-                    lock(&open).evict_oldest_idle();
+                    lock(&open).make_room(origin, limits.header_grace);
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
@@ -255,20 +450,22 @@ pub async fn serve(
             Err(_) => tokio::select! {
                 biased;
                 () = &mut shutdown => break,
-                permit = make_room(&permits, &open) => permit,
+                permit = wait_for_room(&permits, &open, origin, limits.header_grace) => permit,
             },
         };
-        let (busy, close) = (Busy::default(), CancellationToken::new());
+        let conn = Arc::new(Conn::accepted(origin));
         let id = {
             let mut open_now = lock(&open);
             let id = open_now.next;
             open_now.next += 1;
-            open_now.live.insert(id, (busy.clone(), close.clone()));
+            open_now.live.insert(id, conn.clone());
             id
         };
         let registered = Registered(open.clone(), id);
-        let handler = Handler { router: router.clone(), peer, busy, body_timeout: limits.body_timeout };
-        let connection = connection(stream, handler, limits.header_timeout);
+        let close = conn.close.clone();
+        let io = Watched { stream, conn: conn.clone() };
+        let handler = Handler { router: router.clone(), peer, conn, body_timeout: limits.body_timeout };
+        let connection = connection(io, handler, limits.header_timeout);
         tasks.spawn(run_connection(connection, permit, registered, close, draining.clone()));
     }
     drop(listener);
@@ -285,11 +482,17 @@ pub async fn serve(
     }
 }
 
-/// Waits for a free connection slot, closing the oldest idle connection to make one. When
-/// every connection has a request in progress, the new one waits until one ends.
-async fn make_room(permits: &Arc<Semaphore>, open: &Arc<Mutex<Open>>) -> OwnedSemaphorePermit {
+/// Waits for a free connection slot for the client just accepted, closing an idle or slow
+/// connection to make one when there is one; otherwise until a connection ends or one becomes
+/// slow (checked every 50 ms).
+async fn wait_for_room(
+    permits: &Arc<Semaphore>,
+    open: &Arc<Mutex<Open>>,
+    origin: Instant,
+    grace: Duration,
+) -> OwnedSemaphorePermit {
     loop {
-        lock(open).evict_oldest_idle();
+        lock(open).make_room(origin, grace);
         tokio::select! {
             permit = permits.clone().acquire_owned() => return permit.expect("the semaphore is never closed"),
             () = tokio::time::sleep(Duration::from_millis(50)) => {}
@@ -297,15 +500,15 @@ async fn make_room(permits: &Arc<Semaphore>, open: &Arc<Mutex<Open>>) -> OwnedSe
     }
 }
 
-type Connection = hyper::server::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Handler>;
+type Connection = hyper::server::conn::http1::Connection<TokioIo<Watched>, Handler>;
 type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
 /// The router as one connection's hyper service: each body behind its deadline, the peer
-/// address for the registration limit, its requests counted in `busy`.
+/// address for the registration limit, each request in progress until its answer is written.
 struct Handler {
     router: Router,
     peer: SocketAddr,
-    busy: Busy,
+    conn: Arc<Conn>,
     body_timeout: Duration,
 }
 
@@ -315,7 +518,7 @@ impl hyper::service::Service<Request<Incoming>> for Handler {
     type Future = Answer;
 
     fn call(&self, request: Request<Incoming>) -> Answer {
-        let Some(in_progress) = InProgress::start(&self.busy) else {
+        let Some(in_progress) = InProgress::start(&self.conn) else {
             // Chosen to make room just as this request arrived: it is closing anyway.
             let closing = Response::builder()
                 .status(StatusCode::SERVICE_UNAVAILABLE)
@@ -330,14 +533,14 @@ impl hyper::service::Service<Request<Incoming>> for Handler {
         let request = Request::from_parts(parts, Body::new(TimedBody { inner: body, deadline }));
         let router = self.router.clone();
         Box::pin(async move {
-            let _in_progress = in_progress;
-            router.oneshot(request).await
+            let answer = router.oneshot(request).await?;
+            Ok(answer.map(|body| Body::new(Answering { body, _in_progress: in_progress })))
         })
     }
 }
 
 /// One HTTP/1.1 connection behind the header timeout.
-fn connection(stream: tokio::net::TcpStream, handler: Handler, header_timeout: Duration) -> Connection {
+fn connection(stream: Watched, handler: Handler, header_timeout: Duration) -> Connection {
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
     builder.serve_connection(TokioIo::new(stream), handler)
