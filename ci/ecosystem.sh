@@ -33,8 +33,10 @@ EXPECTED_TOOLS=17
 # baseline entry naming one fails the run). Every other scenario the revision scores passes or
 # fails only as ci/ecosystem/expected-failures/<revision>.yaml says, check by check, with why.
 REVISIONS=(2026-07-28 2025-11-25)
-REQUIRED_2026_07_28=tools-list,resources-list,prompts-list,sep-2164-resource-not-found,server-sse-multiple-streams,dns-rebinding-protection,caching,input-required-result-unsupported-methods,input-required-result-validate-input,http-header-validation
-REQUIRED_2025_11_25=server-initialize,ping,logging-set-level,tools-list,resources-list,prompts-list,dns-rebinding-protection
+declare -A REQUIRED=(
+  [2026-07-28]="tools-list,resources-list,prompts-list,sep-2164-resource-not-found,server-sse-multiple-streams,dns-rebinding-protection,caching,input-required-result-unsupported-methods,input-required-result-validate-input,http-header-validation"
+  [2025-11-25]="server-initialize,ping,logging-set-level,tools-list,resources-list,prompts-list,dns-rebinding-protection"
+)
 
 NODE=$ECO/node_modules/node/bin/node
 LOGS=$ECO/logs
@@ -148,8 +150,7 @@ else
   record FAIL conformance/verdict-self-test "$(grep -m1 '^not ok' "$LOGS/verdict-test.log" || tail -1 "$LOGS/verdict-test.log")"
 fi
 for revision in "${REVISIONS[@]}"; do
-  required_var=REQUIRED_${revision//-/_}
-  required=${!required_var}
+  required=${REQUIRED[$revision]}
   out=$ECO/results/conformance/$revision
   baseline=$HERE/expected-failures/$revision.yaml
   rm -rf "$out"
