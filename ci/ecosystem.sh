@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Proves that the reference server works with the real MCP ecosystem tools (issue 11):
-#   - the official conformance suite (@modelcontextprotocol/conformance, server scenarios),
-#     through ci/ecosystem/inject-token.mjs, which adds the bearer token it cannot send;
+#   - the official conformance suite (@modelcontextprotocol/conformance, server scenarios), once
+#     per protocol revision (`--requirements 2026-07-28`, `--requirements 2025-11-25`), through
+#     ci/ecosystem/inject-token.mjs, which adds the bearer token it cannot send;
 #   - the MCP Inspector in CLI mode (@modelcontextprotocol/inspector);
 #   - the official TypeScript SDK client (@modelcontextprotocol/sdk), over HTTP and over stdio;
 #   - our own DNS-rebinding probes with curl (a foreign Origin, a foreign Host, each alone).
 # Node 22 and the packages are installed under .ecosystem/ (the system Node is not touched).
 # Loopback only. Idempotent: re-runs reuse .ecosystem/ when the pinned versions are there.
-# Each check is counted once (16: 8 required conformance scenarios, the other scenarios as one,
-# 2 Inspector calls, 2 SDK transports, 3 curl probes); setup and expected failures are shown but
-# not counted. See docs/ECOSYSTEM.md. Exit 0 when every check passes, 1 otherwise.
+# Each check is counted once (29: the verdict's own tests; per revision, each required scenario,
+# the other scenarios as one, and the suite's own verdict on our baseline; 2 Inspector calls,
+# 2 SDK transports, 3 curl probes); setup is shown but not counted. See docs/ECOSYSTEM.md.
+# Exit 0 when every check passes, 1 otherwise.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,15 +21,22 @@ HERE=$ROOT/ci/ecosystem
 
 # Pinned versions (override with the environment to try newer ones).
 NODE_VERSION=${ECOSYSTEM_NODE_VERSION:-22.23.3}
-CONFORMANCE_VERSION=${ECOSYSTEM_CONFORMANCE_VERSION:-0.1.16}
+CONFORMANCE_VERSION=${ECOSYSTEM_CONFORMANCE_VERSION:-0.2.0-alpha.12}
 INSPECTOR_VERSION=${ECOSYSTEM_INSPECTOR_VERSION:-2.12.0}
 SDK_VERSION=${ECOSYSTEM_SDK_VERSION:-1.32.2}
 TOKEN=dev-token-owner
 EXPECTED_TOOLS=17
 
-# The scenarios the issue requires. A required scenario may only fail when it is listed, with
-# its reason, in ci/ecosystem/expected-failures.txt (and is then reported as XFAIL [required]).
-REQUIRED_SCENARIOS=server-initialize,ping,tools-list,resources-list,prompts-list,logging-set-level,server-sse-multiple-streams,dns-rebinding-protection
+# The protocol revisions the conformance suite runs at (each its own requirement set and wire:
+# 2026-07-28 stateless with per-request _meta, 2025-11-25 the initialize handshake), and per
+# revision the scenarios that must pass outright: they can never be expected failures (a
+# baseline entry naming one fails the run). Every other scenario the revision scores passes or
+# fails only as ci/ecosystem/expected-failures/<revision>.yaml says, check by check, with why.
+REVISIONS=(2026-07-28 2025-11-25)
+declare -A REQUIRED=(
+  [2026-07-28]="tools-list,resources-list,prompts-list,sep-2164-resource-not-found,server-sse-multiple-streams,dns-rebinding-protection,caching,input-required-result-unsupported-methods,input-required-result-validate-input,http-header-validation"
+  [2025-11-25]="server-initialize,ping,logging-set-level,tools-list,resources-list,prompts-list,dns-rebinding-protection"
+)
 
 NODE=$ECO/node_modules/node/bin/node
 LOGS=$ECO/logs
@@ -39,13 +48,13 @@ passed=0
 failed=0
 summary=()
 record() { # record PASS|FAIL NAME DETAIL: one check, counted
-  summary+=("$(printf '%-5s %-42s %s' "$1" "$2" "$3")")
+  summary+=("$(printf '%-5s %-62s %s' "$1" "$2" "$3")")
   if [[ $1 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-  printf '%-5s %-42s %s\n' "$1" "$2" "$3" >&2
+  printf '%-5s %-62s %s\n' "$1" "$2" "$3" >&2
 }
-note() { # note KIND NAME DETAIL: shown in the summary, not counted (setup, expected failure)
-  summary+=("$(printf '%-5s %-42s %s' "$1" "$2" "$3")")
-  printf '%-5s %-42s %s\n' "$1" "$2" "$3" >&2
+note() { # note KIND NAME DETAIL: shown in the summary, not counted (setup)
+  summary+=("$(printf '%-5s %-62s %s' "$1" "$2" "$3")")
+  printf '%-5s %-62s %s\n' "$1" "$2" "$3" >&2
 }
 
 pids=()
@@ -131,45 +140,58 @@ pids+=($!)
 wait_port "$PROXY_PORT" inject-token "${pids[-1]}" || { tail -20 "$LOGS/proxy.log" >&2; exit 1; }
 say "server at $MCP_URL, token-injecting proxy at http://127.0.0.1:$PROXY_PORT/mcp"
 
-# --- 3. The official conformance suite, server scenarios (active suite) ------------------------
-CONF_OUT=$ECO/results/conformance
-rm -rf "$CONF_OUT"
-say "running the conformance suite (log: .ecosystem/logs/conformance.log)"
-# Its exit status is 1 whenever any scenario fails; the verdict below compares with the list.
-(cd "$ECO" && node node_modules/@modelcontextprotocol/conformance/dist/index.js server \
-  --url "http://127.0.0.1:$PROXY_PORT/mcp" -o "$CONF_OUT") >"$LOGS/conformance.log" 2>&1 || true
-# Its verdict (ci/ecosystem/conformance-verdict.mjs): one line per scenario, then `others: ...`
-# for the scenarios that are not required, judged together: each must fail with the error listed
-# for it in expected-failures.txt (or pass, unlisted).
-node "$HERE/conformance-verdict.mjs" "$CONF_OUT" "$HERE/expected-failures.txt" "$REQUIRED_SCENARIOS" \
-  >"$LOGS/conformance-verdict.txt" || true
-sed 's/^/        /' "$LOGS/conformance-verdict.txt" >&2
-# One check per required scenario. XFAIL = a required scenario listed in expected-failures.txt
-# (failing with its listed error): shown so it is not missed, not counted as a pass.
-xfail_required=0
-for scenario in ${REQUIRED_SCENARIOS//,/ }; do
-  line=$(grep -m1 -E "^[A-Z]+ +$scenario \[required\]" "$LOGS/conformance-verdict.txt" || true)
-  status=${line%% *}
-  detail=$(sed -E 's/^[A-Z]+ +[a-z0-9-]+ \[required\] *//' <<<"$line")
-  case $status in
-    PASS) record PASS "conformance/$scenario" "${detail:-passed}" ;;
-    XFAIL)
-      xfail_required=$((xfail_required + 1))
-      note XFAIL "conformance/$scenario" "$detail"
-      ;;
-    *) record FAIL "conformance/$scenario" "${detail:-not run}" ;;
-  esac
-done
-# One check for all the other scenarios (the suite's fixture scenarios), plus any problem with
-# expected-failures.txt itself (a malformed or stale line).
-others=$(grep -m1 '^others: ' "$LOGS/conformance-verdict.txt" || true)
-others_status=$(sed -E 's/^others: ([A-Z]+).*/\1/' <<<"$others")
-others_detail=$(sed -E 's/^others: [A-Z]+ +//' <<<"$others")
-if [[ $others_status == PASS ]]; then
-  record PASS conformance/other-scenarios "$others_detail"
+# --- 3. The official conformance suite, once per revision -------------------------------------
+CONFORMANCE=$ECO/node_modules/@modelcontextprotocol/conformance
+# The verdict's own tests first: a verdict that passes what it should fail would make the rest
+# meaningless (an empty checks.json, a required scenario in the baseline, a stale entry, ...).
+if ECOSYSTEM_DIR=$ECO node --test "$HERE/conformance-verdict.test.mjs" >"$LOGS/verdict-test.log" 2>&1; then
+  record PASS conformance/verdict-self-test "$(sed -n 's/^# pass //p' "$LOGS/verdict-test.log") cases"
 else
-  record FAIL conformance/other-scenarios "${others_detail:-no verdict (see .ecosystem/logs/conformance-verdict.txt)}"
+  record FAIL conformance/verdict-self-test "$(grep -m1 '^not ok' "$LOGS/verdict-test.log" || tail -1 "$LOGS/verdict-test.log")"
 fi
+for revision in "${REVISIONS[@]}"; do
+  required=${REQUIRED[$revision]}
+  out=$ECO/results/conformance/$revision
+  baseline=$HERE/expected-failures/$revision.yaml
+  rm -rf "$out"
+  say "running the conformance suite at $revision (log: .ecosystem/logs/conformance-$revision.log)"
+  # The suite judges our baseline itself too (its exit status); the verdict below is stricter.
+  suite_status=0
+  (cd "$ECO" && node "$CONFORMANCE/dist/index.js" server --url "http://127.0.0.1:$PROXY_PORT/mcp" \
+    --requirements "$revision" --expected-failures "$baseline" -o "$out") \
+    >"$LOGS/conformance-$revision.log" 2>&1 || suite_status=$?
+  verdict_file=$LOGS/conformance-verdict-$revision.txt
+  ECOSYSTEM_DIR=$ECO node "$HERE/conformance-verdict.mjs" "$out" "$baseline" \
+    "$CONFORMANCE/requirements/$revision.yaml" "$required" >"$verdict_file" 2>&1 || true
+  sed 's/^/        /' "$verdict_file" >&2
+  # One check per required scenario: it passes, or the check fails (there is no expected
+  # failure for a required scenario; the verdict prints FAIL for one listed in the baseline).
+  for scenario in ${required//,/ }; do
+    line=$(grep -m1 -E "^[A-Z]+ +$scenario \[required\]" "$verdict_file" || true)
+    status=${line%% *}
+    detail=$(sed -E 's/^[A-Z]+ +[a-z0-9-]+ \[required\] *//' <<<"$line")
+    if [[ $status == PASS ]]; then
+      record PASS "conformance/$revision/$scenario" "${detail:-passed}"
+    else
+      record FAIL "conformance/$revision/$scenario" "${detail:-no verdict (see .ecosystem/logs/conformance-verdict-$revision.txt)}"
+    fi
+  done
+  # One check for every other scenario the revision scores, and the baseline file itself.
+  others=$(grep -m1 '^others: ' "$verdict_file" || true)
+  others_detail=$(sed -E 's/^others: [A-Z]+ +//' <<<"$others")
+  if [[ $others == "others: PASS"* ]] && ! grep -q '^FAIL' "$verdict_file"; then
+    record PASS "conformance/$revision/other-scenarios" "$others_detail"
+  else
+    record FAIL "conformance/$revision/other-scenarios" \
+      "${others_detail:-no verdict}; $(grep -c '^FAIL' "$verdict_file") FAIL lines in .ecosystem/logs/conformance-verdict-$revision.txt"
+  fi
+  # The suite's own reading of the same baseline (its --expected-failures, exit status).
+  if [[ $suite_status -eq 0 ]]; then
+    record PASS "conformance/$revision/suite-baseline" "$(grep -m1 -o 'Baseline check passed[^.]*' "$LOGS/conformance-$revision.log" || echo 'exit 0')"
+  else
+    record FAIL "conformance/$revision/suite-baseline" "exit $suite_status: $(grep -A3 -m1 -E 'Unexpected failures|Stale baseline|Invalid expected-failures' "$LOGS/conformance-$revision.log" | tr '\n' ' ' | sed 's/\x1b\[[0-9;]*m//g')"
+  fi
+done
 
 # --- 4. MCP Inspector, CLI mode ------------------------------------------------------------------
 # Its home and catalog live in .ecosystem, not in ~/.mcp-inspector.
@@ -253,9 +275,6 @@ probe good-host-no-origin 200
 echo
 echo "Ecosystem checks (logs in .ecosystem/logs, $((SECONDS - started)) s):"
 printf '%s\n' "${summary[@]}"
-if [[ $xfail_required -gt 0 ]]; then
-  echo "($xfail_required required conformance scenarios are listed expected failures: see ci/ecosystem/expected-failures.txt)"
-fi
-echo "(SETUP and XFAIL lines are not counted; every other line is one check, counted once.)"
+echo "(The SETUP line is not counted; every other line is one check, counted once.)"
 echo "ecosystem: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

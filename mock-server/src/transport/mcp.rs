@@ -1,7 +1,7 @@
 //! The MCP face of the server (rmcp's `ServerHandler`): `tools/list` from the contract's
 //! catalogue, `tools/call` through the pipeline, and the one place a tool outcome becomes the
-//! contract's envelope. Also the per-call log line and the error report of an internal error,
-//! which name no argument (SEC-1).
+//! contract's envelope; resources and prompts (`resources`, `prompts`). Also the per-call log
+//! line and the error report of an internal error, which name no argument (SEC-1).
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
@@ -13,8 +13,9 @@ use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES, Too
 use futures::FutureExt as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode as RpcCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -26,6 +27,8 @@ use crate::dev::defects::Defect;
 use crate::error::ToolError;
 use crate::pipeline::{self, Outcome, UnknownTool};
 use crate::reporting::Cause;
+use crate::transport::prompts;
+use crate::transport::resources::{self, Target};
 
 /// The request ID the HTTP gate minted, so the header and the envelope agree (ENV-2).
 #[derive(Debug, Clone)]
@@ -80,8 +83,9 @@ impl ServerHandler for Handler {
     // conformance suite; it is accepted and changes nothing (our logs are the server's own).
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        // Resources and prompts are empty lists and logging a no-op, advertised so generic MCP
-        // clients and the official conformance suite get answers rather than -32601.
+        // Every capability advertised is served (tests/it/capabilities.rs): tools; resources (the
+        // contract's text, each restaurant by template) and prompts (guides to the tools);
+        // logging, accepted as a no-op. No subscriptions, no list-changed notifications.
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
@@ -128,6 +132,90 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let (principal, request_id) = self.caller(&context);
+        let (outcome, args) =
+            self.run(principal.as_ref(), &request_id, &request.name, request.arguments).await;
+        match outcome {
+            Ok(outcome) => Ok(to_result(&self.app, &request_id, outcome, &args).into()),
+            Err(UnknownTool) if self.app.defects.has(Defect::UnknownToolAsMethod) => {
+                Err(ErrorData::new(RpcCode::METHOD_NOT_FOUND, "unknown tool", None))
+            }
+            // PROTO-2: the tool name is a parameter; the name is not echoed.
+            Err(UnknownTool) => Err(ErrorData::invalid_params("unknown tool", None)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::list()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.as_str();
+        let id = match resources::target(uri) {
+            Target::Contract => return Ok(resources::contract().into()),
+            Target::Unknown => return Err(resources::not_found(uri)),
+            Target::Restaurant(id) => id,
+        };
+        // A restaurant's read is get_restaurant's call, with every check of the pipeline.
+        let (principal, request_id) = self.caller(&context);
+        let arguments = serde_json::Map::from_iter([("restaurant_id".to_owned(), Value::from(id))]);
+        let (outcome, args) =
+            self.run(principal.as_ref(), &request_id, "get_restaurant", Some(arguments)).await;
+        match outcome {
+            Ok(Ok(output)) => {
+                let result = to_result(&self.app, &request_id, Ok(output), &args);
+                // to_result turns a success over the size limit into MCP_OUTPUT_TOO_LARGE (ENV-3).
+                if result.is_error == Some(true) {
+                    return Err(resources::refused(
+                        uri,
+                        &request_id,
+                        &ToolError::new(ErrorCode::OutputTooLarge),
+                    ));
+                }
+                Ok(resources::restaurant(uri, &result.structured_content.unwrap_or_default()).into())
+            }
+            Ok(Err(error)) => Err(resources::refused(uri, &request_id, &error)),
+            Err(UnknownTool) => Err(ErrorData::internal_error("get_restaurant", None)),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
+    }
+}
+
+impl Handler {
+    /// Who calls, and the request ID of the call: the gate's principal and ID over HTTP (so the
+    /// header and the envelope agree, ENV-2); over stdio the token's principal and a fresh ID.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> (Option<Principal>, String) {
         let parts = context.extensions.get::<http::request::Parts>();
         let principal = match parts {
             Some(parts) => parts.extensions.get::<Principal>().cloned(),
@@ -135,53 +223,47 @@ impl ServerHandler for Handler {
         };
         let request_id =
             parts.and_then(|p| p.extensions.get::<RequestId>()).map_or_else(new_request_id, |r| r.0.clone());
+        (principal, request_id)
+    }
+
+    /// One tool call through the pipeline, logged, and reported when it ends in an internal
+    /// error: the one path of `tools/call` and of a restaurant resource's read. Also returns the
+    /// arguments the defect modes read after the pipeline (`Null` without defects).
+    async fn run(
+        &self,
+        principal: Option<&Principal>,
+        request_id: &str,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> (Result<Outcome, UnknownTool>, Value) {
         let started = Instant::now();
         // Only the defect modes read the arguments after the pipeline: no copy otherwise.
         let args = match self.app.defects.any() {
-            true => Value::Object(request.arguments.clone().unwrap_or_default()),
+            true => Value::Object(arguments.clone().unwrap_or_default()),
             false => Value::Null,
         };
         // Boxed: rmcp moves the request future between its per-request tasks, so a small
         // future is cheaper to carry than the pipeline's whole state inline.
-        let call = Box::pin(pipeline::call(&self.app, principal.as_ref(), &request.name, request.arguments));
+        let call = Box::pin(pipeline::call(&self.app, principal, name, arguments));
         // A panic in a read ends the call here as MCP_INTERNAL_ERROR with its envelope (a
         // write's effect runs in a task of its own, whose panic the pipeline already maps).
         let (outcome, cause) = match AssertUnwindSafe(call).catch_unwind().await {
             Ok(outcome) => (outcome, Cause::Error),
             Err(_panic) => (Ok(Err(ErrorCode::InternalError.into())), Cause::Panic),
         };
-        let outcome = match outcome {
-            Ok(outcome) => outcome,
-            Err(UnknownTool) => {
-                log_call(
-                    &self.app,
-                    &request_id,
-                    "unknown",
-                    principal.as_ref(),
-                    "unknown_tool",
-                    started,
-                    &args,
-                );
-                return Err(if self.app.defects.has(Defect::UnknownToolAsMethod) {
-                    ErrorData::new(RpcCode::METHOD_NOT_FOUND, "unknown tool", None)
-                } else {
-                    // PROTO-2: the tool name is a parameter; the name is not echoed.
-                    ErrorData::invalid_params("unknown tool", None)
-                });
-            }
+        let (tool, outcome_name) = match &outcome {
+            Err(UnknownTool) => ("unknown", "unknown_tool"),
+            Ok(Ok(_)) => (name, "ok"),
+            Ok(Err(e)) => (name, e.code.as_str()),
         };
-        let outcome_name = match &outcome {
-            Ok(_) => "ok",
-            Err(e) => e.code.as_str(),
-        };
-        log_call(&self.app, &request_id, &request.name, principal.as_ref(), outcome_name, started, &args);
-        if let Err(error) = &outcome
+        log_call(&self.app, request_id, tool, principal, outcome_name, started, &args);
+        if let Ok(Err(error)) = &outcome
             && error.code == ErrorCode::InternalError
         {
             // One event per internal error, next to its envelope: request_id, tool, code only.
-            self.app.reporter.internal_error(&request_id, &request.name, cause, &args);
+            self.app.reporter.internal_error(request_id, name, cause, &args);
         }
-        Ok(to_result(&self.app, &request_id, outcome, &args).into())
+        (outcome, args)
     }
 }
 

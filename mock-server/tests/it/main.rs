@@ -5,6 +5,7 @@ mod support;
 
 mod absent;
 mod authorization;
+mod capabilities;
 mod connections;
 mod deadlines;
 mod envelope;

@@ -147,6 +147,30 @@ async fn canaries_never_reach_the_log(rust_log: Option<&str>) {
         assert_eq!(status, 200, "{tool}");
         request_ids.push(request_id);
     }
+    // Resources and prompts carry values too: a URI (a restaurant's read is a get_restaurant
+    // call, logged by its request_id) and prompt arguments, well-formed or not.
+    let rpc = async |method: &str, params: Value| {
+        let body = json!({ "jsonrpc": "2.0", "id": 2, "method": method, "params": params });
+        let response = http
+            .post(format!("{base}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", crate::support::PROTOCOL_VERSION)
+            .header("authorization", format!("Bearer {owner}"))
+            .json(&body)
+            .send()
+            .await
+            .expect("the binary answers");
+        assert_eq!(response.status(), 200, "{method}");
+        response.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_owned)
+    };
+    let read = rpc("resources/read", json!({ "uri": "chataigne://restaurants/rst_CANARYres6s" })).await;
+    request_ids.push(read.expect("x-request-id"));
+    rpc("resources/read", json!({ "uri": "test://CANARYuri7t" })).await;
+    let good = json!({ "restaurant_id": "rst_CANARYprompt8u", "conversation_id": "cnv_CANARYconv9v" });
+    rpc("prompts/get", json!({ "name": "answer_a_guest", "arguments": good })).await;
+    let bad = json!({ "restaurant_id": "CANARYbadarg0w" });
+    rpc("prompts/get", json!({ "name": "work_the_order_queue", "arguments": bad })).await;
     let (status, _) = post(&format!("dev-token-{bad_token}"), "get_restaurant", json!({})).await;
     assert_eq!(status, 401);
     // A refused Host is a value from the request too.
@@ -171,7 +195,9 @@ async fn canaries_never_reach_the_log(rust_log: Option<&str>) {
         assert!(text.contains(id.as_str()), "the log records call {id}:\n{text}");
     }
     let lowered = text.to_lowercase();
-    for canary in canaries.iter().chain(&["CANARYorder5p", "dev-token-owner", "canaryhost6r"]) {
+    let more = ["CANARYorder5p", "dev-token-owner", "canaryhost6r", "CANARYres6s", "CANARYuri7t"];
+    let more = more.iter().chain(&["CANARYprompt8u", "CANARYconv9v", "CANARYbadarg0w"]);
+    for canary in canaries.iter().chain(more) {
         assert!(!lowered.contains(&canary.to_lowercase()), "the log contains {canary}:\n{text}");
     }
 }
