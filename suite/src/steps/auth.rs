@@ -267,9 +267,16 @@ async fn every_result_of(w: &mut ConformanceWorld, source: String, target: Strin
     let restaurant = w.landmark(&target)?;
     let items: Vec<Value> = if source == "result" {
         let data = w.success()?.data;
-        data.as_object().into_iter().flat_map(|o| o.values()).filter_map(Value::as_array).flatten().cloned().collect()
+        data.as_object()
+            .into_iter()
+            .flat_map(|o| o.values())
+            .filter_map(Value::as_array)
+            .flatten()
+            .cloned()
+            .collect()
     } else {
-        let walk = w.walk.as_ref().ok_or_else(|| anyhow!("no walk yet: add `When they walk all the … of …`"))?;
+        let walk =
+            w.walk.as_ref().ok_or_else(|| anyhow!("no walk yet: add `When they walk all the … of …`"))?;
         walk.items().cloned().collect()
     };
     if items.is_empty() {
@@ -309,8 +316,13 @@ async fn walk_holds_instructions(w: &mut ConformanceWorld, target: String) -> an
     let walk = w.walk.as_ref().ok_or_else(|| anyhow!("no walk yet: add `When they walk all the … of …`"))?;
     let seen: std::collections::HashSet<&str> =
         walk.items().filter_map(|i| i.get("id").and_then(Value::as_str)).collect();
-    let expected: Vec<&str> =
-        w.dataset().instructions.iter().filter(|i| i.restaurant_id == restaurant).map(|i| i.id.as_str()).collect();
+    let expected: Vec<&str> = w
+        .dataset()
+        .instructions
+        .iter()
+        .filter(|i| i.restaurant_id == restaurant)
+        .map(|i| i.id.as_str())
+        .collect();
     if expected.is_empty() {
         return Err(anyhow!("the dataset gives {restaurant} no instruction to look for"));
     }
@@ -320,7 +332,11 @@ async fn walk_holds_instructions(w: &mut ConformanceWorld, target: String) -> an
     }
     let count = walk.items().count();
     Err(w.fail(
-        format!("the {} instructions of {restaurant} in the dataset ({})", expected.len(), expected.join(", ")),
+        format!(
+            "the {} instructions of {restaurant} in the dataset ({})",
+            expected.len(),
+            expected.join(", ")
+        ),
         format!("{count} items, missing {}", missing.join(", ")),
     ))
 }
@@ -370,7 +386,10 @@ mod tests {
         check(json!([{ "id": "ins_s1", "restaurant_id": "rst_central" }]), &["ins_s1 of rst_small"]);
         check(json!([{ "id": "ins_s1" }]), &["ins_s1 of rst_small"]);
         // Records the dataset does not know are judged by their label.
-        check(json!([{ "id": "ins_new", "restaurant_id": "rst_central" }, { "id": "ins_x", "restaurant_id": "rst_small" }]), &["ins_x labelled rst_small"]);
+        check(
+            json!([{ "id": "ins_new", "restaurant_id": "rst_central" }, { "id": "ins_x", "restaurant_id": "rst_small" }]),
+            &["ins_x labelled rst_small"],
+        );
         check(json!([{ "restaurant_id": "rst_rival" }]), &["(no id) labelled rst_rival"]);
     }
 }

@@ -283,7 +283,9 @@ fn strings_of<'a>(
         .iter()
         .enumerate()
         .map(|(i, item)| {
-            item.get(field).and_then(Value::as_str).ok_or_else(|| w.blocked(&format!("{pointer}/{i}/{field}")))
+            item.get(field)
+                .and_then(Value::as_str)
+                .ok_or_else(|| w.blocked(&format!("{pointer}/{i}/{field}")))
         })
         .collect()
 }
@@ -330,7 +332,8 @@ async fn count_organizations(w: &mut ConformanceWorld, n: usize, name: String) -
     for _ in 0..100 {
         w.call_tool("list_organizations", args.clone()).await?;
         let success = w.success()?;
-        count += strings_of(w, &success.data, "organizations", "name")?.into_iter().filter(|n| *n == name).count();
+        count +=
+            strings_of(w, &success.data, "organizations", "name")?.into_iter().filter(|n| *n == name).count();
         match success.meta.next_cursor {
             Some(c) => args["cursor"] = json!(c),
             None => break,

@@ -59,15 +59,25 @@ async fn first_orders(w: &mut ConformanceWorld, n: usize, target: String) -> any
     let ids: Vec<&str> = got.iter().map(|(id, _)| id.as_str()).collect();
     let distinct: HashSet<&str> = ids.iter().copied().collect();
     let theirs = ids.iter().all(|id| stamps.contains_key(id));
-    let expected = format!("the first {n} orders of {restaurant}, each once, in one order (newest or oldest first)");
-    if ids.len() != n || distinct.len() != n || !theirs || direction(&got).1.is_some() || !is_prefix(&got, &all) {
+    let expected =
+        format!("the first {n} orders of {restaurant}, each once, in one order (newest or oldest first)");
+    if ids.len() != n
+        || distinct.len() != n
+        || !theirs
+        || direction(&got).1.is_some()
+        || !is_prefix(&got, &all)
+    {
         return Err(w.fail(expected, format!("[{}]", ids.join(", "))));
     }
     let reference: Vec<&str> = all.iter().take(n).map(|(id, _)| id.as_str()).collect();
     if ids != reference {
         w.ext_difference(
             "newest-first",
-            format!("the first {n} orders are [{}], newest first they are [{}]", ids.join(", "), reference.join(", ")),
+            format!(
+                "the first {n} orders are [{}], newest first they are [{}]",
+                ids.join(", "),
+                reference.join(", ")
+            ),
         );
     }
     Ok(())
@@ -95,12 +105,14 @@ async fn refused_or_capped(w: &mut ConformanceWorld, n: usize, key: String) -> a
     }
     let items = page_items(w, &key)?;
     if !(1..=n).contains(&items.len()) {
-        return Err(w.fail(
-            format!("a refusal, or between 1 and {n} {key}"),
-            format!("{} {key}", items.len()),
-        ));
+        return Err(
+            w.fail(format!("a refusal, or between 1 and {n} {key}"), format!("{} {key}", items.len()))
+        );
     }
-    w.ext_difference("message-limit-refused", format!("answered with {} {key} instead of a refusal", items.len()));
+    w.ext_difference(
+        "message-limit-refused",
+        format!("answered with {} {key} instead of a refusal", items.len()),
+    );
     Ok(())
 }
 
@@ -407,12 +419,20 @@ fn compare(w: &mut ConformanceWorld, what: &str, expected: &[Stamped], others: O
     }
     let mut dups: Vec<&str> = seen.iter().filter(|(_, n)| **n > 1).map(|(id, _)| *id).collect();
     dups.sort_unstable();
-    let missing: Vec<&str> = expected.iter().map(|(id, _)| id.as_str()).filter(|id| !seen.contains_key(id)).collect();
-    let extra: Vec<&str> =
-        got.iter().map(|((id, _), _)| id.as_str()).filter(|id| !want.contains(id) && others == Others::Refused).collect();
+    let missing: Vec<&str> =
+        expected.iter().map(|(id, _)| id.as_str()).filter(|id| !seen.contains_key(id)).collect();
+    let extra: Vec<&str> = got
+        .iter()
+        .map(|((id, _), _)| id.as_str())
+        .filter(|id| !want.contains(id) && others == Others::Refused)
+        .collect();
     let show = |ids: &[&str]| {
         let head: Vec<&str> = ids.iter().take(8).copied().collect();
-        if ids.len() > 8 { format!("[{}, … {} in all]", head.join(", "), ids.len()) } else { format!("[{}]", head.join(", ")) }
+        if ids.len() > 8 {
+            format!("[{}, … {} in all]", head.join(", "), ids.len())
+        } else {
+            format!("[{}]", head.join(", "))
+        }
     };
     if !dups.is_empty() || !missing.is_empty() || !extra.is_empty() {
         let page = first_wrong.unwrap_or(walk.pages.len().saturating_sub(1));
@@ -458,7 +478,8 @@ fn compare(w: &mut ConformanceWorld, what: &str, expected: &[Stamped], others: O
         ))
     } else {
         match others {
-            Others::Added(field) => added_out_of_place(&walk, field).map(|(page, problem)| format!("page {}: {problem}", page + 1)),
+            Others::Added(field) => added_out_of_place(&walk, field)
+                .map(|(page, problem)| format!("page {}: {problem}", page + 1)),
             _ => None,
         }
     };
@@ -606,7 +627,56 @@ async fn walk_sizes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::tamper;
+    use super::{Direction, Stamped, direction, is_prefix, tamper};
+
+    fn items(list: &[(&str, &str)]) -> Vec<Stamped> {
+        list.iter().map(|(id, at)| ((*id).to_owned(), format!("2026-11-{at}Z"))).collect()
+    }
+
+    /// PAG-4 at the seed level: one way through the timestamps, either way, ties in any order.
+    #[test]
+    fn a_walk_runs_one_way_either_way() {
+        let check = |list: &[(&str, &str)], expected: (Option<Direction>, Option<usize>)| {
+            assert_eq!(direction(&items(list)), expected, "{list:?}");
+        };
+        use Direction::*;
+        check(&[("c", "03T00:00:00"), ("b", "02T00:00:00"), ("a", "01T00:00:00")], (Some(NewestFirst), None));
+        check(&[("a", "01T00:00:00"), ("b", "02T00:00:00"), ("c", "03T00:00:00")], (Some(OldestFirst), None));
+        // Ties, in any order, and fractions of the same second.
+        check(&[("a", "01T00:00:00"), ("c", "01T00:00:00"), ("b", "01T00:00:00.5")], (None, None));
+        check(&[("b", "02T00:00:00"), ("a", "02T00:00:00"), ("c", "01T00:00:00")], (Some(NewestFirst), None));
+        // Back the other way at a page boundary (or anywhere): the first item out of order.
+        check(
+            &[("c", "03T00:00:00"), ("a", "01T00:00:00"), ("b", "02T00:00:00")],
+            (Some(NewestFirst), Some(2)),
+        );
+        check(
+            &[("a", "01T00:00:00"), ("c", "03T00:00:00"), ("b", "02T00:00:00")],
+            (Some(OldestFirst), Some(2)),
+        );
+    }
+
+    /// PAG-6's continued cursor: the pages so far are the start of one order of the whole list.
+    #[test]
+    fn the_first_pages_are_a_prefix_of_one_order() {
+        let all = items(&[
+            ("d", "04T00:00:00"),
+            ("c", "03T00:00:00"),
+            ("b", "02T00:00:00"),
+            ("b2", "02T00:00:00"),
+            ("a", "01T00:00:00"),
+        ]);
+        let check = |list: &[(&str, &str)], expected: bool| {
+            assert_eq!(is_prefix(&items(list), &all), expected, "{list:?}")
+        };
+        check(&[("d", "04T00:00:00"), ("c", "03T00:00:00")], true);
+        check(&[("a", "01T00:00:00"), ("b", "02T00:00:00")], true);
+        check(&[("a", "01T00:00:00"), ("b2", "02T00:00:00")], true);
+        // An item skipped: `c` is newer than the last one given, so it should have come.
+        check(&[("d", "04T00:00:00"), ("b", "02T00:00:00")], false);
+        check(&[("b", "02T00:00:00"), ("c", "03T00:00:00")], false);
+        check(&[("b", "02T00:00:00"), ("b2", "02T00:00:00")], false);
+    }
 
     #[test]
     fn tampering_always_changes_the_cursor() {

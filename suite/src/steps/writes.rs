@@ -17,7 +17,8 @@ async fn order_in_status(w: &mut ConformanceWorld, restaurant: &str, status: &st
     let args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 50 });
     w.call_tool("list_orders", args).await?;
     let success = w.success()?;
-    let orders = w.field(&success.data, "/orders")?.as_array().cloned().ok_or_else(|| w.blocked("/orders"))?;
+    let orders =
+        w.field(&success.data, "/orders")?.as_array().cloned().ok_or_else(|| w.blocked("/orders"))?;
     if orders.is_empty() {
         return Err(w.fail(
             format!("an order of {restaurant} in status {status}"),
@@ -222,7 +223,10 @@ async fn refused_by_lifecycle(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let want = format!("a refusal: tool error {reference} or {other}, or a validation error");
     let ex = w.last()?;
     if ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602) {
-        w.ext_difference("transition-code", format!("refused with JSON-RPC error -32602 where the reference uses {reference}"));
+        w.ext_difference(
+            "transition-code",
+            format!("refused with JSON-RPC error -32602 where the reference uses {reference}"),
+        );
         return Ok(());
     }
     let error = ex.structured().and_then(|s| s.pointer("/data/error")).filter(|_| ex.is_error());
@@ -238,7 +242,10 @@ async fn refused_by_lifecycle(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     if code == other.as_str() || validation {
         w.ext_difference(
             "transition-code",
-            format!("refused with {code} (category {}) where the reference uses {reference}", category.unwrap_or_default()),
+            format!(
+                "refused with {code} (category {}) where the reference uses {reference}",
+                category.unwrap_or_default()
+            ),
         );
         return Ok(());
     }
