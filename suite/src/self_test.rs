@@ -271,6 +271,7 @@ pub const GENERATED_MARKER: &str =
 
 /// Writes `generated` below the marker of `path`, keeping what is above it; a file without the
 /// marker is replaced whole.
+#[cfg(any(feature = "embedded", test))]
 fn write_below_marker(path: &Path, generated: &str) -> anyhow::Result<()> {
     let kept = std::fs::read_to_string(path)
         .ok()
