@@ -38,7 +38,8 @@ const RATE_VARIANTS: [Variant; 3] =
     [Variant::CalendarMinuteWindows, Variant::TokenBucket, Variant::SlidingLog];
 
 /// The variants that pick the code of a forbidden transition: at most one of them at a time.
-const TRANSITION_VARIANTS: [Variant; 2] = [Variant::TransitionMismatchCode, Variant::TransitionValidationCode];
+const TRANSITION_VARIANTS: [Variant; 2] =
+    [Variant::TransitionMismatchCode, Variant::TransitionValidationCode];
 
 /// Refuses combinations that cannot run: two rate variants together, two transition codes
 /// together, or a rate variant with Redis (the variants replace the in-memory limiter only).
@@ -47,7 +48,10 @@ pub fn check(list: &[Variant], redis: bool) -> Result<(), String> {
         list.iter().filter(|v| group.contains(v)).map(|v| v.name()).collect()
     };
     let rate = among(&RATE_VARIANTS);
-    for (group, what) in [(&rate, "replaces the rate limiter"), (&among(&TRANSITION_VARIANTS), "picks the code of a forbidden transition")] {
+    for (group, what) in [
+        (&rate, "replaces the rate limiter"),
+        (&among(&TRANSITION_VARIANTS), "picks the code of a forbidden transition"),
+    ] {
         if group.len() > 1 {
             let names: Vec<&str> = group.iter().copied().collect();
             return Err(format!("variants {} cannot be combined: each {what} (pick one)", names.join(", ")));
@@ -241,7 +245,8 @@ mod tests {
         let redis = check(&[SlidingLog], true).unwrap_err();
         assert!(redis.contains("sliding-log") && redis.contains("--redis"), "{redis}");
         assert_eq!(check(&[ErrorExtraFields, LifecycleSkipForward, NoMembershipForbidden], true), Ok(()));
-        let codes = check(&[TransitionMismatchCode, OldestFirst, TransitionValidationCode], false).unwrap_err();
+        let codes =
+            check(&[TransitionMismatchCode, OldestFirst, TransitionValidationCode], false).unwrap_err();
         assert!(codes.contains("transition-mismatch-code, transition-validation-code"), "{codes}");
         assert_eq!(check(&[TransitionValidationCode, MessageLimitClamp, OldestFirst], true), Ok(()));
     }

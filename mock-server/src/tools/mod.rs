@@ -273,7 +273,9 @@ pub fn in_order<'a, T>(
 ) -> Box<dyn Iterator<Item = (&'a Key, &'a T)> + 'a> {
     match map {
         None => Box::new(std::iter::empty()),
-        Some(map) if call.app.variants.oldest_first() => Box::new(map.range((start.clone(), Bound::Unbounded))),
+        Some(map) if call.app.variants.oldest_first() => {
+            Box::new(map.range((start.clone(), Bound::Unbounded)))
+        }
         Some(map) => Box::new(map.range((Bound::Unbounded, start.clone())).rev()),
     }
 }

@@ -356,7 +356,8 @@ async fn oldest_first_walks_every_list_from_its_oldest_item_once() {
     assert_eq!((ids.len(), ids.first().map(String::as_str)), (150, Some("msg_long_001")));
     // The reference server keeps newest first.
     let reference = start().await;
-    let first = reference.call("viewer", "list_orders", json!({ "restaurant_id": "rst_central", "limit": 1 })).await;
+    let first =
+        reference.call("viewer", "list_orders", json!({ "restaurant_id": "rst_central", "limit": 1 })).await;
     assert_eq!(first.ids("orders"), [expected.last().unwrap().clone()]);
 }
 
@@ -383,9 +384,7 @@ async fn transition_variants_refuse_a_backward_move_with_their_code_and_change_n
 // PAG-8, message-limit-clamp
 #[tokio::test(flavor = "multi_thread")]
 async fn message_limit_clamp_returns_at_most_a_hundred_messages_and_publishes_no_maximum() {
-    let args = |limit: i64| {
-        json!({ "restaurant_id": "rst_central", "conversation_id": "cnv_long", "message_limit": limit })
-    };
+    let args = |limit: i64| json!({ "restaurant_id": "rst_central", "conversation_id": "cnv_long", "message_limit": limit });
     let reference = start().await;
     expect_error(&reference.call("owner", "get_conversation", args(101)).await, ErrorCode::InvalidArguments);
 
@@ -415,12 +414,15 @@ fn rate_variants_are_exclusive_and_need_the_memory_limiter() {
     assert!(both.contains("token-bucket") && both.contains("sliding-log"), "{both}");
     let redis = app(&[Variant::CalendarMinuteWindows], true).unwrap_err();
     assert!(redis.contains("--redis"), "{redis}");
-    let codes = app(&[Variant::TransitionMismatchCode, Variant::TransitionValidationCode], false).unwrap_err();
+    let codes =
+        app(&[Variant::TransitionMismatchCode, Variant::TransitionValidationCode], false).unwrap_err();
     assert!(codes.contains("cannot be combined"), "{codes}");
     let others: Vec<Variant> = Variant::ALL
         .iter()
         .copied()
-        .filter(|v| !matches!(v, Variant::TokenBucket | Variant::SlidingLog | Variant::TransitionValidationCode))
+        .filter(|v| {
+            !matches!(v, Variant::TokenBucket | Variant::SlidingLog | Variant::TransitionValidationCode)
+        })
         .collect();
     assert_eq!(app(&others, false), Ok(()));
 }
