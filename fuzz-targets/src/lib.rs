@@ -14,8 +14,11 @@ pub use jsonrpc_http::jsonrpc_http;
 pub use runner_parse::runner_parse;
 pub use tool_args::tool_args;
 
+/// A target's body: one input, checked; a failed check panics, as libFuzzer expects.
+pub type TargetBody = fn(&[u8]);
+
 /// Every target by its cargo-fuzz name (fuzz/Cargo.toml's `[[bin]]`s, fuzz/fuzz_targets/).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, TargetBody)] = &[
     ("jsonrpc_http", jsonrpc_http),
     ("tool_args", tool_args),
     ("cursor_decode", cursor_decode),

@@ -115,10 +115,11 @@ fn value_for(u: &mut Unstructured<'_>, name: &str, prop: &Value) -> Result<Value
         return Ok(Value::Array(items));
     }
     let pattern = prop["pattern"].as_str().unwrap_or_default();
-    if let Some(prefix) = pattern.strip_prefix('^').and_then(|p| p.split_once('_')).map(|(p, _)| p) {
-        if prefix.len() == 3 && prefix.bytes().all(|b| b.is_ascii_lowercase()) {
-            return Ok(Value::String(id_of(u, prefix)?));
-        }
+    if let Some(prefix) = pattern.strip_prefix('^').and_then(|p| p.split_once('_')).map(|(p, _)| p)
+        && prefix.len() == 3
+        && prefix.bytes().all(|b| b.is_ascii_lowercase())
+    {
+        return Ok(Value::String(id_of(u, prefix)?));
     }
     if pattern.contains("T[0-9]{2}") {
         return Ok(Value::String(timestamp(u)?));
