@@ -108,6 +108,14 @@ Feature: Pagination
     When they walk all the orders of the busy restaurant with limit 9 and channel "phone"
     Then the walk yields every order of the busy restaurant with channel "phone" exactly once, in one order
 
+  # Whatever the default, "100 messages maximum" holds without message_limit too (the seed level).
+  @PAG-8
+  Scenario: Conversation detail without message_limit returns at most 100 messages, the rest through the cursor
+    When they get the long conversation
+    Then the call succeeds
+    And the page holds between 1 and 100 messages
+    And the page has a next cursor
+
   @PAG-8 @ext-message-page-default
   Scenario: Conversation detail returns 50 messages by default, older ones through the cursor
     When they get the long conversation

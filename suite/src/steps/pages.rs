@@ -83,6 +83,16 @@ async fn first_orders(w: &mut ConformanceWorld, n: usize, target: String) -> any
     Ok(())
 }
 
+#[then(regex = r"^the page holds between (\d+) and (\d+) (\w+)$")]
+async fn holds_between(w: &mut ConformanceWorld, low: usize, high: usize, key: String) -> anyhow::Result<()> {
+    let items = page_items(w, &key)?;
+    if (low..=high).contains(&items.len()) {
+        Ok(())
+    } else {
+        Err(w.fail(format!("between {low} and {high} {key}"), format!("{} {key}", items.len())))
+    }
+}
+
 #[then(regex = r"^the page holds fewer than (\d+) (\w+)$")]
 async fn holds_fewer(w: &mut ConformanceWorld, n: usize, key: String) -> anyhow::Result<()> {
     let items = page_items(w, &key)?;
