@@ -69,8 +69,16 @@ run_one() {
 started=$(date +%s)
 echo "healthy proxy (fault none) first: it must be certified"
 healthy=$(run_one "$PORT" none - full)
-if [[ $(cut -f4 <<<"$healthy") != no ]]; then
-  echo "the healthy proxy is not certified: $(cut -f6 <<<"$healthy") — see $OUT/none/out.txt" >&2
+# Certified means a report that says so, from a run that exited 0. A run that wrote no report
+# (it crashed, or the server or proxy never started) has no failed clause either: that is no
+# baseline, and every "caught" below would be measured against nothing.
+if [[ ! -s $OUT/none/report.json ]]; then
+  echo "the healthy proxy run wrote no report (exit $(cut -f7 <<<"$healthy")): no baseline — see $OUT/none/out.txt" >&2
+  exit 1
+fi
+if ! jq -e '.level == "full" and .summary.certified == true' "$OUT/none/report.json" >/dev/null \
+  || [[ $(cut -f7 <<<"$healthy") != 0 ]]; then
+  echo "the healthy proxy is not certified at the full level (exit $(cut -f7 <<<"$healthy"), failed: $(cut -f6 <<<"$healthy")) — see $OUT/none/out.txt" >&2
   exit 1
 fi
 echo "  certified at the full level ($(cut -f8 <<<"$healthy") ms)"

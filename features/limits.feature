@@ -43,7 +43,7 @@ Feature: Limits
     When they walk all the orders of the large orders restaurant with limit 50
     Then the first page of the walk is marked truncated
     And every page of the walk is within the contract's size
-    And the walk yields every order of the large orders restaurant exactly once, newest first
+    And the walk yields every order of the large orders restaurant exactly once, in one order
 
   @LIM-6
   Scenario: A single transcript too big for 128 KiB is refused as too large

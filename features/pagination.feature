@@ -1,6 +1,7 @@
 Feature: Pagination
   Lists come in pages of 20 by default and 50 at most; `meta.next_cursor` is there exactly when
-  more items follow; walking every page gives every item once, in the documented order. The busy
+  more items follow; walking every page gives every item once, in one order the pages agree on
+  (newest or oldest first: the seed names none; newest first is the reference's). The busy
   restaurant has 137 orders, the small one 3, and the long conversation 150 messages in the
   dataset. No tool creates orders, but messages are sent by earlier runs and by people on a server
   nothing resets: walks of messages check every message the server lists, once and in its place.
@@ -67,9 +68,9 @@ Feature: Pagination
     And the page has no next cursor
 
   @PAG-3 @PAG-4
-  Scenario Outline: Walking every page with limit <limit> yields every order once, newest first
+  Scenario Outline: Walking every page with limit <limit> yields every order once, in one order
     When they walk all the orders of the busy restaurant with limit <limit>
-    Then the walk yields every order of the busy restaurant exactly once, newest first
+    Then the walk yields every order of the busy restaurant exactly once, in one order
     And every page of the walk holds at most <limit> orders
     And every page of the walk but the last has a next cursor
 
@@ -80,12 +81,12 @@ Feature: Pagination
       | 50    |
 
   @PAG-3 @PAG-4
-  Scenario: Walking every page with limit 1 yields every order once, newest first, across a tie
+  Scenario: Walking every page with limit 1 yields every order once, in one order, across a tie
     # One order per page, over the marketplace orders (34, two of them created the same second):
     # the limit's lower edge and the id tie-break on every page boundary, in 34 calls rather than
     # the 137 of the whole restaurant (the walks above cross the other ties; docs/BENCHMARKS.md).
     When they walk all the orders of the busy restaurant with limit 1 and channel "marketplace"
-    Then the walk yields every order of the busy restaurant with channel "marketplace" exactly once, newest first
+    Then the walk yields every order of the busy restaurant with channel "marketplace" exactly once, in one order
     And every page of the walk holds at most 1 orders
     And every page of the walk but the last has a next cursor
 
@@ -95,7 +96,7 @@ Feature: Pagination
     # so a server without it is reported skipped for this half of PAG-4.
     Given a fresh server state
     When they walk all the orders of the busy restaurant with limit <limit>, while a new order arrives after each of the first three pages
-    Then every order of the busy restaurant that existed before the walk comes out of it exactly once, newest first
+    Then every order of the busy restaurant that existed before the walk comes out of it exactly once, in one order
 
     Examples:
       | limit |
@@ -103,9 +104,17 @@ Feature: Pagination
       | 20    |
 
   @PAG-4
-  Scenario: Walking with a filter yields exactly the matching orders, newest first
+  Scenario: Walking with a filter yields exactly the matching orders, in one order
     When they walk all the orders of the busy restaurant with limit 9 and channel "phone"
-    Then the walk yields every order of the busy restaurant with channel "phone" exactly once, newest first
+    Then the walk yields every order of the busy restaurant with channel "phone" exactly once, in one order
+
+  # Whatever the default, "100 messages maximum" holds without message_limit too (the seed level).
+  @PAG-8
+  Scenario: Conversation detail without message_limit returns at most 100 messages, the rest through the cursor
+    When they get the long conversation
+    Then the call succeeds
+    And the page holds between 1 and 100 messages
+    And the page has a next cursor
 
   @PAG-8 @ext-message-page-default
   Scenario: Conversation detail returns 50 messages by default, older ones through the cursor
@@ -121,14 +130,15 @@ Feature: Pagination
     And the page has a next cursor
     When they walk all the messages of the long conversation with message_limit 100
     Then every page of the walk holds at most 100 messages
-    And the walk yields every message of the long conversation exactly once, newest first
+    And the walk yields every message of the long conversation exactly once, in one order
 
   @PAG-8
-  Scenario Outline: A message_limit of <limit> is refused
-    When they get the long conversation with message_limit <limit>
+  Scenario: A message_limit of 0 is refused
+    When they get the long conversation with message_limit 0
     Then the call fails with "MCP_INVALID_ARGUMENTS"
 
-    Examples:
-      | limit |
-      | 0     |
-      | 101   |
+  # "100 messages maximum" reads two ways: 101 refused (the reference's choice), or clamped.
+  @PAG-8
+  Scenario: A message_limit of 101 is refused, or gives at most 100 messages
+    When they get the long conversation with message_limit 101
+    Then the call is refused as invalid, or the page holds between 1 and 100 messages

@@ -112,6 +112,18 @@ pub const CHOICES: &[(&str, &str)] = &[
         "failures-not-stored",
         "a keyed call that failed while running leaves its key free (only successes are stored)",
     ),
+    (
+        "newest-first",
+        "lists come newest first, ties broken by `id` descending (the seed names no order: a walk in one consistent order passes PAG-4)",
+    ),
+    (
+        "transition-code",
+        "a transition the lifecycle forbids is refused with ORDER_STATUS_PRECONDITION_FAILED (the seed also allows MCP_EXPECTED_STATE_MISMATCH or a validation refusal)",
+    ),
+    (
+        "message-limit-refused",
+        "a message_limit over 100 is refused with MCP_INVALID_ARGUMENTS (the seed's \"100 messages maximum\" also reads as a clamp)",
+    ),
 ];
 
 pub fn find_choice(slug: &str) -> Option<&'static str> {
@@ -152,9 +164,17 @@ mod tests {
         };
         assert_eq!(list("- seed: "), ids(false));
         assert_eq!(list("- ext: "), ids(true));
-        for (slug, what) in super::CHOICES {
-            assert!(text.contains(&format!("- `{slug}`: {what}")), "CONTRACT.md lacks the choice {slug}");
-        }
+        // The list of reference choices is CHOICES, in its order, and nothing else.
+        let listed: Vec<String> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Reference choices"))
+            .skip(1)
+            .take_while(|l| l.starts_with("- `"))
+            .map(str::to_owned)
+            .collect();
+        let expected: Vec<String> =
+            super::CHOICES.iter().map(|(slug, what)| format!("- `{slug}`: {what}")).collect();
+        assert_eq!(listed, expected, "CONTRACT.md's reference choices and CHOICES differ");
         for clause in super::CLAUSES.iter().filter(|c| c.ext) {
             assert!(text.contains(&format!("- {} **ext**", clause.id)), "{} is not marked ext", clause.id);
         }

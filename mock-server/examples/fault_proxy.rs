@@ -90,7 +90,7 @@ faults! {
     Pag3EmptyStringCursor = "pag3-empty-string-cursor", "PAG-3", Seed, "the last page has next_cursor: \"\"";
     Pag4SkipFirstOnNext = "pag4-skip-first-on-next", "PAG-4", Seed, "every page reached by a cursor loses its first item";
     Pag4OffsetCursor = "pag4-offset-cursor", "PAG-4", Seed, "cursors are base64 offsets (new items shift the walk)";
-    Pag4TieOrderAsc = "pag4-tie-order-asc", "PAG-4", Seed, "orders created in the same second come id ascending";
+    Pag4TieOrderAsc = "pag4-tie-order-asc", "PAG-4", Full, "orders created in the same second come id ascending";
     Pag5EmptyCursorFirstPage = "pag5-empty-cursor-first-page", "PAG-5", Seed, "an empty cursor means the first page";
     Pag5InvalidCursorRestarts = "pag5-invalid-cursor-restarts", "PAG-5", Seed, "an invalid cursor restarts from the first page";
     Pag5PrefixAccepted = "pag5-prefix-accepted", "PAG-5", Seed, "a truncated or extended cursor decodes to the same position";
@@ -100,7 +100,7 @@ faults! {
     Pag7PrefetchedPages = "pag7-prefetched-pages", "PAG-7", Seed, "next pages are prefetched and served without an access check";
     Pag7ForbiddenAsCursorInvalid = "pag7-forbidden-as-cursor-invalid", "PAG-7", Seed, "a next page after access ended says MCP_CURSOR_INVALID";
     Pag8NoMessageCap = "pag8-no-message-cap", "PAG-8", Seed, "conversation detail without message_limit returns every message";
-    Pag8Clamp101 = "pag8-clamp-101", "PAG-8", Seed, "message_limit over 100 is clamped instead of refused";
+    Pag8Clamp101 = "pag8-clamp-101", "PAG-8", Full, "message_limit over 100 is clamped instead of refused";
     Lim1RangeClamped = "lim1-range-clamped", "LIM-1", Seed, "an analytics range over 366 days is clamped to 366";
     Lim1NineMetricsCut = "lim1-nine-metrics-cut", "LIM-1", Seed, "more than 8 metrics are cut to 8";
     Lim1ReversedSwapped = "lim1-reversed-swapped", "LIM-1", Seed, "to < from is swapped instead of refused";
@@ -121,7 +121,7 @@ faults! {
     Pre2Ignored = "pre2-ignored", "PRE-2", Seed, "expected_status is replaced by the current state";
     Pre2RefusedButApplied = "pre2-refused-but-applied", "PRE-2", Seed, "a stale expected_status is refused, but the change is applied";
     Pre3ForbiddenAcked = "pre3-forbidden-acked", "PRE-3", Seed, "a forbidden transition answers success (nothing changes)";
-    Pre3AsMismatch = "pre3-as-mismatch", "PRE-3", Seed, "a forbidden transition says MCP_EXPECTED_STATE_MISMATCH";
+    Pre3AsMismatch = "pre3-as-mismatch", "PRE-3", Full, "a forbidden transition says MCP_EXPECTED_STATE_MISMATCH";
     Pre4LastWriterWins = "pre4-last-writer-wins", "PRE-4", Seed, "the loser of a race is told it succeeded";
     Pre4LoserInternal = "pre4-loser-internal", "PRE-4", Seed, "the loser of a race gets MCP_INTERNAL_ERROR";
     Idem1KeyInvented = "idem1-key-invented", "IDEM-1", Seed, "a missing idempotency_key is made up";

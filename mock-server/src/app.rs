@@ -173,7 +173,10 @@ impl App {
         let defects = Defects::new(&config.defects);
         let inputs = ToolName::ALL
             .iter()
-            .map(|t| Ok((*t, Validator::new(&defects.input_schema(*t)).map_err(anyhow::Error::msg)?)))
+            .map(|t| {
+                let schema = variants.input_schema(*t, defects.input_schema(*t));
+                Ok((*t, Validator::new(&schema).map_err(anyhow::Error::msg)?))
+            })
             .collect::<anyhow::Result<_>>()?;
         let (idempotency, rate): (Arc<dyn IdempotencyStore>, Arc<dyn RateLimiter>) = match redis {
             Some(redis) => (redis.clone(), redis),
@@ -207,6 +210,12 @@ impl App {
     /// The validator of the very schema `tools/list` publishes.
     pub fn input_validator(&self, tool: ToolName) -> &Validator {
         &self.inputs[&tool]
+    }
+
+    /// The input schema `tools/list` publishes and calls are validated against: the contract's,
+    /// as the defects and variants switched on change it.
+    pub fn input_schema(&self, tool: ToolName) -> serde_json::Value {
+        self.variants.input_schema(tool, self.defects.input_schema(tool))
     }
 
     /// This server's resource identifier (RFC 8707): tokens are minted for it and only for it.

@@ -358,6 +358,33 @@ async fn redis_holds_no_raw_key() {
     }
 }
 
+/// scripts/check-redis-keys, scripts/test's raw-key check: it passes on a Redis the server wrote
+/// to, and fails when a raw key is there, and whenever it saw nothing (an empty Redis, a Redis it
+/// cannot reach): a check of nothing is not a pass.
+#[tokio::test]
+async fn the_raw_key_check_of_scripts_test_passes_only_on_hashed_keys_it_saw() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/check-redis-keys");
+    let check = |port: u16| {
+        let out = Command::new("bash").arg(&script).arg(port.to_string()).output().expect("bash runs");
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let redis = RedisServer::start(free_port());
+    let (ok, said) = check(redis.port);
+    assert!(!ok && said.contains("no key at all"), "an empty Redis: {said}");
+    let a = replica(&redis.url()).await;
+    assert_eq!(code(&call(&a, "send_message", send("raw-key-check-0001")).await), None);
+    assert_eq!(code(&call(&a, "get_restaurant", json!({"restaurant_id": "rst_central"})).await), None);
+    let (ok, said) = check(redis.port);
+    assert!(ok, "after the server's writes: {said}");
+    let mut conn = redis.inspect();
+    let () = redis::cmd("SET").arg("chataigne:idem:raw-key-check-0001").arg("1").query(&mut conn).unwrap();
+    let (ok, said) = check(redis.port);
+    assert!(!ok && said.contains("raw-key-check-0001"), "a raw key: {said}");
+    let (port, _) = redis.stop();
+    let (ok, said) = check(port);
+    assert!(!ok && said.contains("--scan failed"), "a Redis it cannot reach: {said}");
+}
+
 /// Redis down, then back with its data (it persists every write): keyed writes are refused
 /// during the outage with no effect, reads go on, and afterwards each key has run once.
 #[tokio::test]

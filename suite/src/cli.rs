@@ -88,6 +88,11 @@ pub struct RunArgs {
     /// (`chataigne-mock defects` lists them), to see how a failure is reported; repeatable
     #[arg(long, value_name = "NAME", requires = "embedded")]
     pub defect: Vec<String>,
+    /// With --embedded: switch on one of the reference server's allowed variants (`chataigne-mock
+    /// variants` lists them: readings the seed allows that the reference does not pick), to see
+    /// the seed level certify it and the full level tell the difference; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub variant: Vec<String>,
     /// Fail unless every clause the level requires passed (skipped and not run count as
     /// failures)
     #[arg(long)]
@@ -268,7 +273,16 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
                     })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let (server, profile) = crate::embedded::start(&defects, &[])?;
+            let variants = args
+                .variant
+                .iter()
+                .map(|name| {
+                    mock_server::Variant::parse(name).with_context(|| {
+                        format!("--variant {name}: no such variant (see `chataigne-mock variants`)")
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (server, profile) = crate::embedded::start(&defects, &variants)?;
             _server = Some(server);
             profile
         }

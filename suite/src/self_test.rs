@@ -1,6 +1,9 @@
 //! `self-test`: the suite proves itself on the reference server. A clean server must pass every
 //! clause; each deliberate defect (`mock_server::Defect`) must fail the clause it breaks, with
-//! only that clause's scenarios run. A defect no scenario catches is a hole in the suite.
+//! only that clause's scenarios run, and that clause must have passed in the clean run: a failure
+//! the clean server has too is not the defect's. A defect no scenario catches is a hole in the
+//! suite. Each allowed variant (`mock_server::Variant`) must be certified at the seed level with
+//! its own clause checked and passed, not skipped.
 
 use std::io;
 use std::path::Path;
@@ -55,9 +58,10 @@ pub fn run<Out: io::Write + 'static>(
     };
     let run_variant = |variant: mock_server::Variant| -> anyhow::Result<Report> {
         let (_server, mut profile) = crate::embedded::start(&[], &[variant])?;
-        // Certified as a third party would be: the seed level, no control API.
+        // Certified at the seed level, as a third party making these choices would be. The control
+        // API stays: without it the variant's own clause could be skipped (PAG-4's walks during
+        // arrivals, AUTH-7's revocation), and a skipped clause proves nothing.
         profile.level = crate::report::Level::Seed;
-        profile.control = None;
         run_profile(profile, RunOptions::default(), None)
     };
 
@@ -95,7 +99,7 @@ pub fn run<Out: io::Write + 'static>(
             .map(|c| c.id.as_str())
             .collect();
         let clause = report.clauses.iter().find(|c| c.id == defect.clause());
-        let killed = clause.is_some_and(|c| c.full_status == Status::Failed);
+        let killed = caught(defect.clause(), &report, &clean);
         // Caught at the seed level too, or only by a check of this project's choices.
         let level = match clause {
             Some(c) if c.status == Status::Failed && !c.ext() => "seed",
@@ -140,17 +144,19 @@ pub fn run<Out: io::Write + 'static>(
     md.push_str(
         "\n## Acceptance matrix: every allowed variant of the reference server certified at the seed level\n\n",
     );
-    md.push_str("| variant | what it changes | seed level | as expected | differs at the full level |\n|---|---|---|---|---|\n");
+    md.push_str("| variant | clause | what it changes | seed level | skipped | as expected | differs at the full level |\n|---|---|---|---|---|---|---|\n");
     let mut rejected = Vec::new();
     for variant in mock_server::Variant::ALL {
         let report = run_variant(*variant)?;
         let verdict = acceptance(variant.name(), &report);
         let differs = report.summary.ext_differences.join(", ");
         let seed = if report.summary.certified { "certified" } else { "not certified" };
+        let skipped = skipped(&report);
         let _ = writeln!(
             md,
-            "| {} | {} | {seed} | {} | {differs} |",
+            "| {} | {} | {} | {seed} | {skipped} | {} | {differs} |",
             variant.name(),
+            variant.clause(),
             variant.description(),
             match &verdict {
                 Ok(why) => format!("✅ {why}"),
@@ -159,7 +165,7 @@ pub fn run<Out: io::Write + 'static>(
         );
         let _ = writeln!(
             console,
-            "{:<30} {:<13} {:<9} full level differs: {differs}",
+            "{:<30} {:<13} {:<9} skipped: {skipped:<4} full level differs: {differs}",
             variant.name(),
             seed,
             if verdict.is_ok() { "expected" } else { "WRONG" },
@@ -184,6 +190,24 @@ pub fn run<Out: io::Write + 'static>(
     Ok(Outcome { code, error, report: Some(clean) })
 }
 
+/// Whether the run of a defect caught it: the defect's clause failed there and passed in the
+/// clean run of the same build, so the failure is one the defect caused (a clause failing on the
+/// clean server too, a flaky scenario say, proves nothing about the defect).
+#[cfg(feature = "embedded")]
+fn caught(clause: &str, defect_run: &Report, clean: &Report) -> bool {
+    let status = |report: &Report| report.clauses.iter().find(|c| c.id == clause).map(|c| c.full_status);
+    status(defect_run) == Some(Status::Failed) && status(clean) == Some(Status::Passed)
+}
+
+/// The acceptance table's skipped count: the required clauses skipped, and those no scenario ran.
+#[cfg(feature = "embedded")]
+fn skipped(report: &Report) -> String {
+    match report.summary.not_run {
+        0 => report.summary.skipped.to_string(),
+        n => format!("{} (+{n} not run)", report.summary.skipped),
+    }
+}
+
 /// Variants whose difference the full level must notice whatever the timing (the rate-window
 /// variants may or may not differ, depending on where a minute boundary falls).
 #[cfg(feature = "embedded")]
@@ -192,6 +216,10 @@ const NOTICED_AT_FULL: &[(&str, &str)] = &[
     ("error-extra-fields", "AUTH-4"),
     ("no-membership-forbidden", "AUTH-7"),
     ("access-before-schema", "AUTH-8"),
+    ("oldest-first", "PAG-4"),
+    ("transition-mismatch-code", "PRE-3"),
+    ("transition-validation-code", "PRE-3"),
+    ("message-limit-clamp", "PAG-8"),
 ];
 
 /// The variant that answers with another data shape: ENV-7 must fail alone.
@@ -215,12 +243,25 @@ fn acceptance(variant: &str, report: &Report) -> Result<String, String> {
     if !report.summary.certified {
         return Err(format!("not certified at the seed level; failed: {}", failed.join(", ")));
     }
+    // Certified with its own clause skipped would prove nothing about the reading it takes.
+    let own = mock_server::Variant::parse(variant).map(|v| v.clause()).unwrap_or_default();
+    match report.clauses.iter().find(|c| c.id == own) {
+        Some(c) if c.status == Status::Passed => {}
+        Some(c) => {
+            return Err(format!(
+                "its clause {own} was not checked and passed at the seed level: {}{}",
+                c.status.as_str(),
+                c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+            ));
+        }
+        None => return Err(format!("names no clause of the contract ({own:?})")),
+    }
     if let Some((_, clause)) = NOTICED_AT_FULL.iter().find(|(v, _)| *v == variant)
         && !report.summary.ext_differences.iter().any(|c| c == clause)
     {
         return Err(format!("the full level did not notice the difference under {clause}"));
     }
-    Ok("certified".to_owned())
+    Ok(format!("certified, {own} passed"))
 }
 
 /// Above this line a kill-matrix file is written by hand (docs/KILL_MATRIX.md: how it is made, and
@@ -230,6 +271,7 @@ pub const GENERATED_MARKER: &str =
 
 /// Writes `generated` below the marker of `path`, keeping what is above it; a file without the
 /// marker is replaced whole.
+#[cfg(any(feature = "embedded", test))]
 fn write_below_marker(path: &Path, generated: &str) -> anyhow::Result<()> {
     let kept = std::fs::read_to_string(path)
         .ok()
@@ -260,5 +302,75 @@ mod marker_tests {
         write_below_marker(&bare, "only this\n").unwrap();
         assert_eq!(std::fs::read_to_string(&bare).unwrap(), "only this\n");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(all(test, feature = "embedded"))]
+mod tests {
+    use super::*;
+    use crate::report::{Level, ReportHeader, ScenarioResult};
+
+    fn scenario(clause: &str, status: Status) -> ScenarioResult {
+        ScenarioResult {
+            feature: "features/rate_limits.feature".to_owned(),
+            name: format!("{clause} {}", status.as_str()),
+            line: 1,
+            status,
+            skip_reason: (status == Status::Skipped).then(|| "needs control API".to_owned()),
+            failed_step: (status == Status::Failed).then(|| "Then the call fails".to_owned()),
+            message: None,
+            ext_choices: Vec::new(),
+            ext_differences: Vec::new(),
+            request_ids: Vec::new(),
+            tags: vec![clause.to_owned()],
+        }
+    }
+
+    fn report(level: Level, scenarios: &[ScenarioResult]) -> Report {
+        let header = ReportHeader { level, ..Default::default() };
+        Report::build(scenarios, &[], header, Vec::new())
+    }
+
+    #[test]
+    fn a_variant_is_accepted_only_when_its_own_clause_was_checked_and_passed() {
+        let others = || vec![scenario("ENV-1", Status::Passed), scenario("PAG-1", Status::Passed)];
+        let with = |own: &[Status]| {
+            let mut all = others();
+            all.extend(own.iter().map(|s| scenario("LIM-2", *s)));
+            report(Level::Seed, &all)
+        };
+        assert_eq!(
+            acceptance("token-bucket", &with(&[Status::Passed])),
+            Ok("certified, LIM-2 passed".to_owned())
+        );
+        // Certified at the seed level, yet LIM-2 never ran, or ran only in part.
+        for own in [&[][..], &[Status::Skipped], &[Status::Passed, Status::Skipped]] {
+            let report = with(own);
+            assert!(report.summary.certified, "{own:?}");
+            let verdict = acceptance("token-bucket", &report);
+            assert!(
+                verdict.as_ref().is_err_and(|e| e.contains("LIM-2 was not checked and passed")),
+                "{own:?}: {verdict:?}"
+            );
+        }
+        assert!(acceptance("token-bucket", &with(&[Status::Failed])).is_err());
+    }
+
+    #[test]
+    fn a_defect_is_caught_only_by_a_failure_the_clean_run_did_not_have() {
+        let run = |status: Status| report(Level::Full, &[scenario("PAG-4", status)]);
+        assert!(caught("PAG-4", &run(Status::Failed), &run(Status::Passed)));
+        // Failing on the clean server too (a flaky or broken scenario), or not checked there.
+        assert!(!caught("PAG-4", &run(Status::Failed), &run(Status::Failed)));
+        assert!(!caught("PAG-4", &run(Status::Failed), &run(Status::Skipped)));
+        assert!(!caught("PAG-4", &run(Status::Passed), &run(Status::Passed)));
+        assert!(!caught("PAG-3", &run(Status::Failed), &run(Status::Passed)), "another clause's failure");
+    }
+
+    #[test]
+    fn the_acceptance_table_counts_skipped_clauses() {
+        let r = report(Level::Seed, &[scenario("LIM-2", Status::Skipped), scenario("PAG-1", Status::Passed)]);
+        assert_eq!(r.summary.skipped, 1);
+        assert_eq!(skipped(&r), format!("1 (+{} not run)", r.summary.not_run));
     }
 }

@@ -7,8 +7,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use chataigne_contract::ToolName;
+use chataigne_contract::{ErrorCode, MAX_MESSAGE_LIMIT, ToolName};
 use serde_json::{Value, json};
+
+use crate::error::ToolError;
 
 use crate::state::ratelimit::{MemoryLimiter, RateLimiter, SlidingLogLimiter, TokenBucketLimiter};
 use crate::tools::Output;
@@ -24,6 +26,10 @@ named_modes! {
         TokenBucket = "token-bucket", "LIM-2", "rate limiting is a token bucket of the limit, refilled at the limit per minute";
         SlidingLog = "sliding-log", "LIM-2", "rate limiting is a true sliding window of 60 s";
         BareOrderData = "bare-order-data", "ENV-7", "get_order and update_order_status answer with the order itself as data";
+        OldestFirst = "oldest-first", "PAG-4", "every list and message page comes oldest first (timestamp, then id, ascending)";
+        TransitionMismatchCode = "transition-mismatch-code", "PRE-3", "a transition the lifecycle forbids is refused with MCP_EXPECTED_STATE_MISMATCH";
+        TransitionValidationCode = "transition-validation-code", "PRE-3", "a transition the lifecycle forbids is refused with MCP_INVALID_ARGUMENTS";
+        MessageLimitClamp = "message-limit-clamp", "PAG-8", "a message_limit over 100 is clamped to 100 (the input schema sets no maximum)";
     }
 }
 
@@ -31,16 +37,25 @@ named_modes! {
 const RATE_VARIANTS: [Variant; 3] =
     [Variant::CalendarMinuteWindows, Variant::TokenBucket, Variant::SlidingLog];
 
-/// Refuses combinations that cannot run: two rate variants together, or a rate variant with
-/// Redis (the variants replace the in-memory limiter only).
+/// The variants that pick the code of a forbidden transition: at most one of them at a time.
+const TRANSITION_VARIANTS: [Variant; 2] =
+    [Variant::TransitionMismatchCode, Variant::TransitionValidationCode];
+
+/// Refuses combinations that cannot run: two rate variants together, two transition codes
+/// together, or a rate variant with Redis (the variants replace the in-memory limiter only).
 pub fn check(list: &[Variant], redis: bool) -> Result<(), String> {
-    let rate: BTreeSet<&str> = list.iter().filter(|v| RATE_VARIANTS.contains(v)).map(|v| v.name()).collect();
-    if rate.len() > 1 {
-        let names: Vec<&str> = rate.into_iter().collect();
-        return Err(format!(
-            "variants {} cannot be combined: each replaces the rate limiter (pick one)",
-            names.join(", ")
-        ));
+    let among = |group: &[Variant]| -> BTreeSet<&str> {
+        list.iter().filter(|v| group.contains(v)).map(|v| v.name()).collect()
+    };
+    let rate = among(&RATE_VARIANTS);
+    for (group, what) in [
+        (&rate, "replaces the rate limiter"),
+        (&among(&TRANSITION_VARIANTS), "picks the code of a forbidden transition"),
+    ] {
+        if group.len() > 1 {
+            let names: Vec<&str> = group.iter().copied().collect();
+            return Err(format!("variants {} cannot be combined: each {what} (pick one)", names.join(", ")));
+        }
     }
     if let (Some(name), true) = (rate.first(), redis) {
         return Err(format!(
@@ -68,6 +83,18 @@ impl Variants {
     }
 
     // --- protocol and envelope ---
+
+    /// The input schema to publish and validate against: `schema` (the contract's, as the
+    /// defects left it), patched for `message-limit-clamp` (no maximum on `message_limit`).
+    pub fn input_schema(&self, tool: ToolName, mut schema: Value) -> Value {
+        if self.has(Variant::MessageLimitClamp)
+            && tool == ToolName::GetConversation
+            && let Some(prop) = schema.pointer_mut("/properties/message_limit").and_then(Value::as_object_mut)
+        {
+            prop.remove("maximum");
+        }
+        schema
+    }
 
     /// The output schema to publish: the contract's, patched for the variants that change a
     /// shape (the error object's extra fields, the bare order).
@@ -131,6 +158,19 @@ impl Variants {
             && matches!(tool, ToolName::ListOrganizations | ToolName::ListRestaurants)
     }
 
+    // --- pages ---
+
+    /// `oldest-first`: lists and message pages run oldest first, not newest first.
+    pub fn oldest_first(&self) -> bool {
+        self.has(Variant::OldestFirst)
+    }
+
+    /// The messages a page may hold for a `message_limit` of `asked`: as asked (the schema caps
+    /// it at 100), or at most 100 with `message-limit-clamp` (the schema sets no maximum).
+    pub fn message_limit(&self, asked: usize) -> usize {
+        if self.has(Variant::MessageLimitClamp) { asked.min(MAX_MESSAGE_LIMIT) } else { asked }
+    }
+
     // --- limits ---
 
     /// The in-memory rate limiter: the reference's window opened by a pair's first call, or the
@@ -152,6 +192,18 @@ impl Variants {
     /// `lifecycle-skip-forward`: any forward move is allowed, not only the next step.
     pub fn skips_forward(&self) -> bool {
         self.has(Variant::LifecycleSkipForward)
+    }
+
+    /// The refusal of a transition the lifecycle forbids: ORDER_STATUS_PRECONDITION_FAILED, or
+    /// the code a transition variant picks.
+    pub fn forbidden_transition(&self) -> ToolError {
+        if self.has(Variant::TransitionMismatchCode) {
+            ErrorCode::ExpectedStateMismatch.into()
+        } else if self.has(Variant::TransitionValidationCode) {
+            ToolError::invalid("/status is not a move the order's lifecycle allows from its current status")
+        } else {
+            ErrorCode::OrderStatusPreconditionFailed.into()
+        }
     }
 }
 
@@ -193,6 +245,28 @@ mod tests {
         let redis = check(&[SlidingLog], true).unwrap_err();
         assert!(redis.contains("sliding-log") && redis.contains("--redis"), "{redis}");
         assert_eq!(check(&[ErrorExtraFields, LifecycleSkipForward, NoMembershipForbidden], true), Ok(()));
+        let codes =
+            check(&[TransitionMismatchCode, OldestFirst, TransitionValidationCode], false).unwrap_err();
+        assert!(codes.contains("transition-mismatch-code, transition-validation-code"), "{codes}");
+        assert_eq!(check(&[TransitionValidationCode, MessageLimitClamp, OldestFirst], true), Ok(()));
+    }
+
+    #[test]
+    fn variants_message_limit_clamp_drops_only_message_limits_maximum() {
+        let clamp = Variants::new(&[Variant::MessageLimitClamp]);
+        for tool in ToolName::ALL {
+            let (reference, patched) = (tool.input_schema(), clamp.input_schema(*tool, tool.input_schema()));
+            assert_eq!(Variants::default().input_schema(*tool, tool.input_schema()), reference, "{tool}");
+            if *tool != ToolName::GetConversation {
+                assert_eq!(patched, reference, "{tool}");
+                continue;
+            }
+            assert_eq!(reference.pointer("/properties/message_limit/maximum"), Some(&json!(100)));
+            assert_eq!(patched.pointer("/properties/message_limit/maximum"), None);
+            assert_eq!(patched.pointer("/properties/message_limit/minimum"), Some(&json!(1)));
+        }
+        assert_eq!((clamp.message_limit(101), clamp.message_limit(7)), (100, 7));
+        assert_eq!(Variants::default().message_limit(101), 101);
     }
 
     #[test]

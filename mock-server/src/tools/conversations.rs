@@ -5,7 +5,7 @@ use chataigne_contract::dataset::{Conversation, Message};
 use chataigne_contract::{DEFAULT_MESSAGE_LIMIT, ErrorCode};
 use serde_json::{Value, json};
 
-use super::{Call, Output, newest_first, start, take_page, to_json};
+use super::{Call, Output, in_order, start, take_page, to_json};
 use crate::error::ToolError;
 use crate::state::store::Data;
 
@@ -22,7 +22,7 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let rid = call.restaurant_id()?;
     let (status, channel) = (call.str("status"), call.str("channel"));
     let from = start(call)?;
-    let items = newest_first(data.conversations.get(rid), &from)
+    let items = in_order(call, data.conversations.get(rid), &from)
         .filter(|(_, c)| status.is_none_or(|s| c.status == s))
         .filter(|(_, c)| channel.is_none_or(|ch| c.channel == ch))
         .map(|(k, c)| (k.clone(), view(&data, c)));
@@ -36,9 +36,10 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
         .conversation(&data, call.restaurant_id()?, call.req("conversation_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
     let limit = super::count(call, "message_limit")
+        .map(|asked| call.app.variants.message_limit(asked))
         .unwrap_or_else(|| call.app.defects.default_message_limit(DEFAULT_MESSAGE_LIMIT));
     let from = start(call)?;
-    let items = newest_first(data.messages.get(&c.id), &from).map(|(k, m)| (k.clone(), to_json(m)));
+    let items = in_order(call, data.messages.get(&c.id), &from).map(|(k, m)| (k.clone(), to_json(m)));
     let page = take_page(call, items, limit)?;
     let mut out = super::page_output(call, "messages", page, &format!("messages of {}", c.id));
     out.data["conversation"] = view(&data, c);

@@ -3,7 +3,7 @@
 use chataigne_contract::dataset::Instruction;
 use serde_json::json;
 
-use super::{Call, Output, newest_first, page_output, start, take_page, to_json};
+use super::{Call, Output, in_order, page_output, start, take_page, to_json};
 use crate::error::ToolError;
 
 pub fn list(call: &Call) -> Result<Output, ToolError> {
@@ -11,7 +11,7 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let rid = call.restaurant_id()?;
     let from = start(call)?;
     let instructions = call.app.defects.listed(&data, rid, |d| &d.instructions);
-    let items = newest_first(instructions.as_deref(), &from).map(|(k, i)| (k.clone(), to_json(i)));
+    let items = in_order(call, instructions.as_deref(), &from).map(|(k, i)| (k.clone(), to_json(i)));
     let page = take_page(call, items, super::limit(call))?;
     Ok(page_output(call, "instructions", page, &format!("instructions of {rid}")))
 }

@@ -179,7 +179,7 @@ pub struct Page {
     pub truncated: bool,
 }
 
-/// Takes up to `limit` items from a newest-first iterator, stopping early when the next item
+/// Takes up to `limit` items from an iterator in the list's order, stopping early when the next item
 /// would push the output over 128 KiB (LIM-5); a first item that alone does not fit cannot be
 /// cut (LIM-6).
 pub fn take_page(
@@ -223,7 +223,7 @@ fn filters_digest(call: &Call) -> [u8; 32] {
     defects.filters_digest(crate::canonical::digest_without(&call.args, &unbound))
 }
 
-/// Where the page starts: the cursor's key, or the newest item (PAG-5, PAG-6).
+/// Where the page starts: the cursor's key, or the list's first item (PAG-5, PAG-6).
 pub fn start(call: &Call) -> Result<Bound<Key>, ToolError> {
     let Some(cursor) = call.str("cursor") else {
         return Ok(Bound::Unbounded);
@@ -268,13 +268,18 @@ pub fn page_output(call: &Call, key: &str, page: Page, what: &str) -> Output {
     }
 }
 
-/// Iterates a newest-first range of a keyed map from a start bound.
-pub fn newest_first<'a, T>(
+/// Iterates a keyed map in the list's order from a start bound: newest first (the reference's
+/// order), or oldest first with the `oldest-first` variant.
+pub fn in_order<'a, T>(
+    call: &Call,
     map: Option<&'a std::collections::BTreeMap<Key, T>>,
     start: &Bound<Key>,
 ) -> Box<dyn Iterator<Item = (&'a Key, &'a T)> + 'a> {
     match map {
         None => Box::new(std::iter::empty()),
+        Some(map) if call.app.variants.oldest_first() => {
+            Box::new(map.range((start.clone(), Bound::Unbounded)))
+        }
         Some(map) => Box::new(map.range((Bound::Unbounded, start.clone())).rev()),
     }
 }

@@ -1,11 +1,12 @@
-//! Orders: keyset listing with filters (created_at desc, then id desc), one order, and the status
-//! lifecycle received → accepted → preparing → ready → completed, one step at a time (PRE-3).
+//! Orders: keyset listing with filters (created_at desc, then id desc: the reference's order), one
+//! order, and the status lifecycle received → accepted → preparing → ready → completed, one step
+//! at a time (PRE-3).
 
 use chataigne_contract::tools::ORDER_LIFECYCLE;
 use chataigne_contract::{ErrorCode, time};
 use serde_json::{Value, json};
 
-use super::{Call, Output, newest_first, page_output, start, take_page, to_json};
+use super::{Call, Output, in_order, page_output, start, take_page, to_json};
 use crate::error::ToolError;
 use crate::state::store::OrderRef;
 
@@ -33,7 +34,7 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let channel = call.str("channel");
     let (from_ts, to_ts) = (call.str("created_from"), call.str("created_to"));
     let from = start(call)?;
-    let items = newest_first(data.orders.get(rid), &from)
+    let items = in_order(call, data.orders.get(rid), &from)
         .filter(|(_, o)| statuses.as_ref().is_none_or(|s| s.contains(&&*o.status)))
         .filter(|(_, o)| channel.is_none_or(|c| *o.channel == *c))
         // Fixed-width UTC timestamps compare as strings; the key holds `created_at`.
@@ -77,7 +78,7 @@ pub fn check_transition(call: &Call) -> Result<(), ToolError> {
     if !allowed(&o.row.status, target, call.app.variants.skips_forward())
         && !call.app.defects.ignores_lifecycle(&o.row.status)
     {
-        return Err(ErrorCode::OrderStatusPreconditionFailed.into());
+        return Err(call.app.variants.forbidden_transition());
     }
     Ok(())
 }

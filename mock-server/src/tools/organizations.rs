@@ -5,7 +5,7 @@ use chataigne_contract::Role;
 use chataigne_contract::dataset::{Membership, Organization};
 use serde_json::{Value, json};
 
-use super::{Call, Output, newest_first, page_output, start, take_page};
+use super::{Call, Output, in_order, page_output, start, take_page};
 use crate::error::ToolError;
 
 fn view(o: &Organization, role: Role) -> Value {
@@ -16,7 +16,7 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let data = call.app.store.read();
     let user = call.principal.user_id.as_str();
     let from = start(call)?;
-    let items = newest_first(Some(&data.organizations), &from)
+    let items = in_order(call, Some(&data.organizations), &from)
         .filter_map(|(k, o)| data.role_for_organization(user, &o.id).map(|role| (k.clone(), view(o, role))));
     let page = take_page(call, items, super::limit(call))?;
     Ok(page_output(call, "organizations", page, "organizations"))

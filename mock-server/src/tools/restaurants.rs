@@ -5,7 +5,7 @@ use chataigne_contract::ErrorCode;
 use chataigne_contract::dataset::Restaurant;
 use serde_json::json;
 
-use super::{Call, Output, newest_first, page_output, start, take_page, to_json};
+use super::{Call, Output, in_order, page_output, start, take_page, to_json};
 use crate::error::ToolError;
 
 pub fn list(call: &Call) -> Result<Output, ToolError> {
@@ -13,7 +13,7 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let user = call.principal.user_id.as_str();
     let (org, status) = (call.str("organization_id"), call.str("status"));
     let from = start(call)?;
-    let items = newest_first(Some(&data.restaurants), &from)
+    let items = in_order(call, Some(&data.restaurants), &from)
         .filter(|(_, r)| org.is_none_or(|o| r.organization_id == o))
         .filter(|(_, r)| status.is_none_or(|s| r.status == s))
         .filter(|(_, r)| call.app.defects.role_for_restaurant(&data, user, &r.id).is_some())

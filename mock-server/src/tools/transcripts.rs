@@ -5,7 +5,7 @@ use chataigne_contract::ErrorCode;
 use chataigne_contract::dataset::Transcript;
 use serde_json::json;
 
-use super::{Call, Output, newest_first, start, take_page, to_json};
+use super::{Call, Output, in_order, start, take_page, to_json};
 use crate::error::ToolError;
 
 const SNIPPET_BYTES: usize = 160;
@@ -36,7 +36,7 @@ pub fn search(call: &Call) -> Result<Output, ToolError> {
     let query = call.req("query")?.to_lowercase();
     let from = start(call)?;
     let transcripts = call.app.defects.listed(&data, rid, |d| &d.transcripts);
-    let items = newest_first(transcripts.as_deref(), &from).filter_map(|(k, t)| {
+    let items = in_order(call, transcripts.as_deref(), &from).filter_map(|(k, t)| {
         // Lowercasing can change byte offsets; search the lowered text and clamp the offset.
         let lowered = t.text.to_lowercase();
         lowered.find(&query).map(|at| (k.clone(), hit(t, at.min(t.text.len()))))

@@ -67,7 +67,7 @@ pub fn tool_descriptors(app: &App) -> Vec<Value> {
         .iter()
         .map(|t| {
             let mut d = t.descriptor();
-            d["inputSchema"] = app.defects.input_schema(*t);
+            d["inputSchema"] = app.input_schema(*t);
             if app.variants.any() {
                 d["outputSchema"] = app.variants.output_schema(*t);
             }

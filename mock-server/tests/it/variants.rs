@@ -10,8 +10,8 @@ use mock_server::{App, Config, Variant};
 use serde_json::{Value, json};
 
 use crate::support::{
-    CONTROL_SECRET, Reply, Server, code_of, concurrently, expect_error, expect_ok, order_in, start,
-    start_with,
+    CONTROL_SECRET, Reply, Server, code_of, concurrently, expect_error, expect_ok, order_in,
+    orders_newest_first, start, start_with,
 };
 
 async fn with(variants: &[Variant]) -> Server {
@@ -337,6 +337,71 @@ async fn bare_order_data_answers_the_order_itself() {
     }
 }
 
+// PAG-4, oldest-first
+#[tokio::test(flavor = "multi_thread")]
+async fn oldest_first_walks_every_list_from_its_oldest_item_once() {
+    let server = with(&[Variant::OldestFirst]).await;
+    let mut expected: Vec<String> = orders_newest_first("rst_central").iter().map(|o| o.id.clone()).collect();
+    expected.reverse();
+    for limit in [1, 7, 50] {
+        let args = json!({ "restaurant_id": "rst_central", "limit": limit });
+        let pages = server.walk("viewer", "list_orders", args, "orders").await;
+        let ids: Vec<String> = pages.iter().flat_map(|p| p.ids("orders")).collect();
+        assert_eq!(ids, expected, "limit {limit}: created_at, then id, ascending");
+    }
+    // Messages too: the first page holds the oldest.
+    let args = json!({ "restaurant_id": "rst_central", "conversation_id": "cnv_long", "message_limit": 100 });
+    let pages = server.walk("owner", "get_conversation", args, "messages").await;
+    let ids: Vec<String> = pages.iter().flat_map(|p| p.ids("messages")).collect();
+    assert_eq!((ids.len(), ids.first().map(String::as_str)), (150, Some("msg_long_001")));
+    // The reference server keeps newest first.
+    let reference = start().await;
+    let first =
+        reference.call("viewer", "list_orders", json!({ "restaurant_id": "rst_central", "limit": 1 })).await;
+    assert_eq!(first.ids("orders"), [expected.last().unwrap().clone()]);
+}
+
+// PRE-3, transition-mismatch-code and transition-validation-code
+#[tokio::test(flavor = "multi_thread")]
+async fn transition_variants_refuse_a_backward_move_with_their_code_and_change_nothing() {
+    let completed = &order_in("rst_central", "completed").id;
+    let get = json!({ "restaurant_id": "rst_central", "order_id": completed });
+    for (variant, code) in [
+        (None, ErrorCode::OrderStatusPreconditionFailed),
+        (Some(Variant::TransitionMismatchCode), ErrorCode::ExpectedStateMismatch),
+        (Some(Variant::TransitionValidationCode), ErrorCode::InvalidArguments),
+    ] {
+        let server = with(variant.as_slice()).await;
+        let reply =
+            server.call("manager", "update_order_status", update(completed, "accepted", "completed")).await;
+        let error = expect_error(&reply, code);
+        assert_eq!(error["category"], code.category().as_str(), "{variant:?}");
+        let order = server.call("owner", "get_order", get.clone()).await;
+        assert_eq!(expect_ok(&order)["order"]["status"], "completed", "{variant:?}: nothing changed");
+    }
+}
+
+// PAG-8, message-limit-clamp
+#[tokio::test(flavor = "multi_thread")]
+async fn message_limit_clamp_returns_at_most_a_hundred_messages_and_publishes_no_maximum() {
+    let args = |limit: i64| json!({ "restaurant_id": "rst_central", "conversation_id": "cnv_long", "message_limit": limit });
+    let reference = start().await;
+    expect_error(&reference.call("owner", "get_conversation", args(101)).await, ErrorCode::InvalidArguments);
+
+    let server = with(&[Variant::MessageLimitClamp]).await;
+    for limit in [101, 1000] {
+        let reply = server.call("owner", "get_conversation", args(limit)).await;
+        assert_eq!(reply.items("messages").len(), 100, "message_limit {limit}");
+        assert!(reply.next_cursor().is_some(), "50 more follow");
+    }
+    assert_eq!(server.call("owner", "get_conversation", args(40)).await.items("messages").len(), 40);
+    expect_error(&server.call("owner", "get_conversation", args(0)).await, ErrorCode::InvalidArguments);
+    let tools = server.tools_list("owner").await;
+    let detail = tools.iter().find(|t| t["name"] == "get_conversation").expect("listed");
+    let limit = &detail["inputSchema"]["properties"]["message_limit"];
+    assert_eq!((limit.get("maximum"), &limit["minimum"]), (None, &json!(1)), "{limit}");
+}
+
 #[test]
 fn rate_variants_are_exclusive_and_need_the_memory_limiter() {
     let app = |variants: &[Variant], redis: bool| {
@@ -349,10 +414,15 @@ fn rate_variants_are_exclusive_and_need_the_memory_limiter() {
     assert!(both.contains("token-bucket") && both.contains("sliding-log"), "{both}");
     let redis = app(&[Variant::CalendarMinuteWindows], true).unwrap_err();
     assert!(redis.contains("--redis"), "{redis}");
+    let codes =
+        app(&[Variant::TransitionMismatchCode, Variant::TransitionValidationCode], false).unwrap_err();
+    assert!(codes.contains("cannot be combined"), "{codes}");
     let others: Vec<Variant> = Variant::ALL
         .iter()
         .copied()
-        .filter(|v| !matches!(v, Variant::TokenBucket | Variant::SlidingLog))
+        .filter(|v| {
+            !matches!(v, Variant::TokenBucket | Variant::SlidingLog | Variant::TransitionValidationCode)
+        })
         .collect();
     assert_eq!(app(&others, false), Ok(()));
 }

@@ -257,32 +257,88 @@ async fn required_scope(w: &mut ConformanceWorld, scope: String) -> anyhow::Resu
     }
 }
 
-/// AUTH-5: every item of the page is the restaurant's own: by its `restaurant_id` when the server
-/// gives one, and by the dataset's owner of its ID (so a bare item shape cannot hide a leak).
-#[then(regex = r#"^every result belongs to (the [a-z][a-z -]*?[a-z]|"[^"]+")$"#)]
-async fn every_result_of(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+/// AUTH-5: every record of the last page, or of the walk, is the restaurant's own. Each is judged
+/// by the dataset's owner of its ID whenever the suite knows it, whatever the server labels it
+/// (a sibling's record labelled with the restaurant asked is still a leak), and by the server's
+/// `restaurant_id` label otherwise (records created by runs are in no dataset). Nothing to judge
+/// is a failure: an empty answer proves nothing.
+#[then(regex = r#"^every (result|item of the walk) belongs to (the [a-z][a-z -]*?[a-z]|"[^"]+")$"#)]
+async fn every_result_of(w: &mut ConformanceWorld, source: String, target: String) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
-    let data = w.success()?.data;
-    let items: Vec<&Value> =
-        data.as_object().into_iter().flat_map(|o| o.values()).filter_map(Value::as_array).flatten().collect();
-    let leaked: Vec<String> = items
-        .into_iter()
-        .filter_map(|item| {
-            let id = item.get("id").and_then(Value::as_str);
-            let owner = match item.get("restaurant_id").and_then(Value::as_str) {
-                Some(owner) => Some(owner.to_owned()),
-                // Records created during runs are not in the dataset: their owner is unknown.
-                None => id.and_then(|id| w.restaurant_of(id).ok()),
-            };
-            let owner = owner.filter(|owner| *owner != restaurant)?;
-            Some(format!("{} of {owner}", id.unwrap_or("(no id)")))
-        })
-        .collect();
+    let items: Vec<Value> = if source == "result" {
+        let data = w.success()?.data;
+        data.as_object()
+            .into_iter()
+            .flat_map(|o| o.values())
+            .filter_map(Value::as_array)
+            .flatten()
+            .cloned()
+            .collect()
+    } else {
+        let walk =
+            w.walk.as_ref().ok_or_else(|| anyhow!("no walk yet: add `When they walk all the … of …`"))?;
+        walk.items().cloned().collect()
+    };
+    if items.is_empty() {
+        return Err(w.fail(format!("records of {restaurant} to judge"), "no record at all"));
+    }
+    let leaked = not_owned_by(&items, &restaurant, |id| w.restaurant_of(id).ok());
     if leaked.is_empty() {
         Ok(())
     } else {
         Err(w.fail(format!("only records of {restaurant}"), leaked.join(", ")))
     }
+}
+
+/// The records among `items` that are not `restaurant`'s, each with why: its owner in the
+/// dataset (`owner_of`), or else the server's own `restaurant_id` label.
+fn not_owned_by(items: &[Value], restaurant: &str, owner_of: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|item| {
+            let id = item.get("id").and_then(Value::as_str);
+            let label = item.get("restaurant_id").and_then(Value::as_str);
+            let shown = id.unwrap_or("(no id)");
+            match (id.and_then(&owner_of), label) {
+                (Some(owner), _) if owner != restaurant => Some(format!("{shown} of {owner}")),
+                (_, Some(label)) if label != restaurant => Some(format!("{shown} labelled {label}")),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// AUTH-5's count: the walk holds every instruction the dataset gives the restaurant, so an
+/// empty list (or one that lost them) cannot pass "every item belongs to it".
+#[then(regex = r#"^the walk holds every instruction of (the [a-z][a-z -]*?[a-z]|"[^"]+") in the dataset$"#)]
+async fn walk_holds_instructions(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let walk = w.walk.as_ref().ok_or_else(|| anyhow!("no walk yet: add `When they walk all the … of …`"))?;
+    let seen: std::collections::HashSet<&str> =
+        walk.items().filter_map(|i| i.get("id").and_then(Value::as_str)).collect();
+    let expected: Vec<&str> = w
+        .dataset()
+        .instructions
+        .iter()
+        .filter(|i| i.restaurant_id == restaurant)
+        .map(|i| i.id.as_str())
+        .collect();
+    if expected.is_empty() {
+        return Err(anyhow!("the dataset gives {restaurant} no instruction to look for"));
+    }
+    let missing: Vec<&str> = expected.iter().copied().filter(|id| !seen.contains(id)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let count = walk.items().count();
+    Err(w.fail(
+        format!(
+            "the {} instructions of {restaurant} in the dataset ({})",
+            expected.len(),
+            expected.join(", ")
+        ),
+        format!("{count} items, missing {}", missing.join(", ")),
+    ))
 }
 
 /// AUTH-7 for a user without memberships: nothing to list. An empty list is the reference's
@@ -302,6 +358,38 @@ async fn shown_nothing(w: &mut ConformanceWorld, key: String) -> anyhow::Result<
         ));
     }
     let data = w.success()?.data;
-    let items = w.field(&data, &format!("/{key}"))?.as_array().map_or(0, Vec::len);
+    // A value that is not a list is not an empty one: the check could not read it.
+    let pointer = format!("/{key}");
+    let items = w.field(&data, &pointer)?.as_array().ok_or_else(|| w.blocked(&pointer))?.len();
     if items == 0 { Ok(()) } else { Err(w.fail(format!("no {key}"), format!("{items} {key}"))) }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::not_owned_by;
+
+    #[test]
+    fn records_are_judged_by_their_dataset_owner_whatever_their_label() {
+        let owner_of = |id: &str| match id {
+            "ins_c1" => Some("rst_central".to_owned()),
+            "ins_s1" => Some("rst_small".to_owned()),
+            _ => None,
+        };
+        let check = |items: serde_json::Value, expected: &[&str]| {
+            let items = items.as_array().unwrap().clone();
+            assert_eq!(not_owned_by(&items, "rst_central", owner_of), expected, "{items:?}");
+        };
+        check(json!([{ "id": "ins_c1", "restaurant_id": "rst_central" }, { "id": "ins_c1" }]), &[]);
+        // A sibling's record labelled with the restaurant asked is still the sibling's.
+        check(json!([{ "id": "ins_s1", "restaurant_id": "rst_central" }]), &["ins_s1 of rst_small"]);
+        check(json!([{ "id": "ins_s1" }]), &["ins_s1 of rst_small"]);
+        // Records the dataset does not know are judged by their label.
+        check(
+            json!([{ "id": "ins_new", "restaurant_id": "rst_central" }, { "id": "ins_x", "restaurant_id": "rst_small" }]),
+            &["ins_x labelled rst_small"],
+        );
+        check(json!([{ "restaurant_id": "rst_rival" }]), &["(no id) labelled rst_rival"]);
+    }
 }

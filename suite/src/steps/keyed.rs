@@ -268,6 +268,28 @@ async fn retry_after(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
 }
 
+/// The `field` of every item of the list under `key` in a success's `data`. An answer the suite
+/// cannot read (no array under `key`, an item without a string `field`) blocks the check on
+/// ENV-7: counted as no item, "exactly 0" would pass on anything.
+fn strings_of<'a>(
+    w: &ConformanceWorld,
+    data: &'a Value,
+    key: &str,
+    field: &str,
+) -> anyhow::Result<Vec<&'a str>> {
+    let pointer = format!("/{key}");
+    let items = w.field(data, &pointer)?.as_array().ok_or_else(|| w.blocked(&pointer))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            item.get(field)
+                .and_then(Value::as_str)
+                .ok_or_else(|| w.blocked(&format!("{pointer}/{i}/{field}")))
+        })
+        .collect()
+}
+
 /// Count the instructions of a restaurant, or the messages of a conversation, with this text.
 #[then(
     regex = r#"^(the [a-z][a-z -]*?[a-z]|"[^"]+") has exactly (\d+) (?:instructions?|messages?) "([^"]*)"$"#
@@ -293,9 +315,7 @@ async fn count_effects(
     for _ in 0..100 {
         w.call_tool(tool, args.clone()).await?;
         let success = w.success()?;
-        let items = success.data.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
-        count +=
-            items.iter().filter(|i| i.get("text").and_then(Value::as_str) == Some(text.as_str())).count();
+        count += strings_of(w, &success.data, key, "text")?.into_iter().filter(|t| *t == text).count();
         match success.meta.next_cursor {
             Some(c) => args["cursor"] = json!(c),
             None => break,
@@ -312,9 +332,8 @@ async fn count_organizations(w: &mut ConformanceWorld, n: usize, name: String) -
     for _ in 0..100 {
         w.call_tool("list_organizations", args.clone()).await?;
         let success = w.success()?;
-        let items = success.data.get("organizations").and_then(Value::as_array).cloned().unwrap_or_default();
         count +=
-            items.iter().filter(|i| i.get("name").and_then(Value::as_str) == Some(name.as_str())).count();
+            strings_of(w, &success.data, "organizations", "name")?.into_iter().filter(|n| *n == name).count();
         match success.meta.next_cursor {
             Some(c) => args["cursor"] = json!(c),
             None => break,

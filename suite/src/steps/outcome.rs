@@ -18,7 +18,11 @@ async fn succeeds(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 }
 
 #[then(regex = r#"^the call fails with "([A-Z_]+)"(?: or "([A-Z_]+)")?$"#)]
-async fn fails_with(w: &mut ConformanceWorld, code: String, alternative: String) -> anyhow::Result<()> {
+pub(crate) async fn fails_with(
+    w: &mut ConformanceWorld,
+    code: String,
+    alternative: String,
+) -> anyhow::Result<()> {
     let mut expected = Vec::new();
     for c in std::iter::once(&code).chain((!alternative.is_empty()).then_some(&alternative)) {
         match ErrorCode::parse(c) {

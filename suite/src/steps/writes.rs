@@ -5,6 +5,7 @@
 //! marks the World dirty: if it also changed the whole server, the after hook resets it.
 
 use anyhow::anyhow;
+use chataigne_contract::ErrorCode;
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
@@ -20,7 +21,8 @@ pub(super) async fn order_in_status(
     let args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 50 });
     w.call_tool("list_orders", args).await?;
     let success = w.success()?;
-    let orders = w.field(&success.data, "/orders")?.as_array().cloned().unwrap_or_default();
+    let orders =
+        w.field(&success.data, "/orders")?.as_array().cloned().ok_or_else(|| w.blocked("/orders"))?;
     if orders.is_empty() {
         return Err(w.fail(
             format!("an order of {restaurant} in status {status}"),
@@ -212,6 +214,46 @@ async fn one_winner(w: &mut ConformanceWorld, c1: String, c2: String) -> anyhow:
         format!("one success and one {c1} or {c2}"),
         format!("first: {}; second: {}", a.summary(), b.summary()),
     ))
+}
+
+/// PRE-3: a move the lifecycle forbids is refused with one of the seed's two precondition codes
+/// or as invalid (category validation, or MCP's -32602 for invalid params). Which one is the
+/// reference's choice `transition-code` (ORDER_STATUS_PRECONDITION_FAILED). A precondition code
+/// whose category or flag disagrees with §9 is ENV-5's failure (checked on every exchange).
+#[then("the move is refused as against the lifecycle")]
+async fn refused_by_lifecycle(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let reference = ErrorCode::OrderStatusPreconditionFailed;
+    let other = ErrorCode::ExpectedStateMismatch;
+    let want = format!("a refusal: tool error {reference} or {other}, or a validation error");
+    let ex = w.last()?;
+    if ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602) {
+        w.ext_difference(
+            "transition-code",
+            format!("refused with JSON-RPC error -32602 where the reference uses {reference}"),
+        );
+        return Ok(());
+    }
+    let error = ex.structured().and_then(|s| s.pointer("/data/error")).filter(|_| ex.is_error());
+    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str).map(str::to_owned);
+    let retryable = error.and_then(|e| e.get("retryable")).and_then(Value::as_bool);
+    let (Some(code), category) = (field("code"), field("category")) else {
+        return Err(w.fail(want, ex.summary()));
+    };
+    if code == reference.as_str() {
+        return Ok(());
+    }
+    let validation = category.as_deref() == Some("validation") && retryable == Some(false);
+    if code == other.as_str() || validation {
+        w.ext_difference(
+            "transition-code",
+            format!(
+                "refused with {code} (category {}) where the reference uses {reference}",
+                category.unwrap_or_default()
+            ),
+        );
+        return Ok(());
+    }
+    Err(w.fail(want, format!("tool error {code}, category {category:?}, retryable {retryable:?}")))
 }
 
 /// The status of the order remembered by the last step that picked one.

@@ -167,3 +167,32 @@ fn an_unknown_defect_is_a_configuration_error() {
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(outcome.error.as_deref().is_some_and(|e| e.contains("--defect no-such-defect: no such defect")));
 }
+
+/// `--variant`: the seed level certifies an allowed reading, the full level tells it apart.
+#[test]
+fn a_variant_is_certified_at_the_seed_level_and_told_apart_at_the_full_level() {
+    let run = |level: &str| {
+        let (out, log) = run(&[
+            "--embedded",
+            "--variant",
+            "transition-validation-code",
+            "--tags",
+            "@PRE-3",
+            "--level",
+            level,
+        ]);
+        // A run that is not certified keeps its server log: not needed here.
+        let _ = std::fs::remove_file(log);
+        out.status.code()
+    };
+    assert_eq!(run("seed"), Some(0));
+    assert_eq!(run("full"), Some(1));
+    let outcome = chataigne_conformance::cli::execute_args(
+        ["chataigne-conformance", "--embedded", "--variant", "no-such-variant"],
+        std::io::sink(),
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.error.as_deref().is_some_and(|e| e.contains("--variant no-such-variant: no such variant"))
+    );
+}

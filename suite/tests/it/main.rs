@@ -11,4 +11,6 @@ mod fake;
 mod rate_limits;
 mod reruns;
 mod runner;
+mod scripts;
 mod stdio;
+mod vacuous;

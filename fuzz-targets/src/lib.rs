@@ -1,5 +1,29 @@
-//! What the fuzz targets share: the reference server's real axum router, built once and driven
-//! on a current-thread runtime, and the checks every answer gets.
+//! The bodies of the cargo-fuzz targets (fuzz/, nightly and libFuzzer, outside the workspace),
+//! here in the workspace so that a stable test replays every saved input of
+//! fuzz/regressions/<target>/ in CI (`tests.rs`); and what the targets share: the reference
+//! server's real axum router, built once and driven on a current-thread runtime, and the checks
+//! every answer gets. docs/RELIABILITY.md, "Fuzzing".
+
+mod cursor_decode;
+mod jsonrpc_http;
+mod runner_parse;
+mod tool_args;
+
+pub use cursor_decode::cursor_decode;
+pub use jsonrpc_http::jsonrpc_http;
+pub use runner_parse::runner_parse;
+pub use tool_args::tool_args;
+
+/// A target's body: one input, checked; a failed check panics, as libFuzzer expects.
+pub type TargetBody = fn(&[u8]);
+
+/// Every target by its cargo-fuzz name (fuzz/Cargo.toml's `[[bin]]`s, fuzz/fuzz_targets/).
+pub const TARGETS: &[(&str, TargetBody)] = &[
+    ("jsonrpc_http", jsonrpc_http),
+    ("tool_args", tool_args),
+    ("cursor_decode", cursor_decode),
+    ("runner_parse", runner_parse),
+];
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -49,7 +73,8 @@ pub fn harness() -> &'static Harness {
         let config = Config { secret: Some(SECRET.to_owned()), ..Config::embedded() };
         let app = Arc::new(App::new(config).expect("the reference server starts"));
         // The router spawns nothing at build time, but rmcp's service expects a runtime context.
-        let router = rt.block_on(async { mock_server::router::router(app.clone(), CancellationToken::new()) });
+        let router =
+            rt.block_on(async { mock_server::router::router(app.clone(), CancellationToken::new()) });
         let outputs = ToolName::ALL
             .iter()
             .map(|t| (*t, Validator::new(&t.output_schema()).expect("output schemas compile")))
@@ -175,3 +200,6 @@ impl Harness {
         Some(message)
     }
 }
+
+#[cfg(test)]
+mod tests;
