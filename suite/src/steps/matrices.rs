@@ -121,8 +121,9 @@ async fn cursor_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     misses.verdict(w, rows.len(), "MCP_CURSOR_INVALID for a cursor reused with any one argument changed")
 }
 
-/// PRE-3 for every (from, to) pair the lifecycle forbids: refused with the seed's precondition
-/// code, the order's status unchanged. One order per starting state, claimed for the run.
+/// PRE-3 for every (from, to) pair the lifecycle forbids: refused as `the move is refused as
+/// against the lifecycle` judges (the exact code is the reference's `transition-code`), the
+/// order's status unchanged. One order per starting state, claimed for the run.
 #[then("every move the order lifecycle forbids is refused and leaves the order as it was")]
 async fn transition_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let rows = matrices::refused_transitions();
@@ -136,9 +137,8 @@ async fn transition_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             let args = json!({ "restaurant_id": restaurant, "order_id": order, "status": to, "expected_status": from });
             w.dirty = true;
             w.call_tool("update_order_status", args).await?;
-            match error_code(w) {
-                Some(code) if code == ErrorCode::OrderStatusPreconditionFailed.as_str() => {}
-                _ => misses.add(w, format!("{from} → {to}: {}", outcome(w))),
+            if super::writes::judge_lifecycle_refusal(w).is_err() {
+                misses.add(w, format!("{from} → {to}: {}", outcome(w)));
             }
         }
         w.call_tool("get_order", json!({ "restaurant_id": restaurant, "order_id": order })).await?;
@@ -148,11 +148,7 @@ async fn transition_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             misses.add(w, format!("{order} was {from} and is now {status} after refused moves"));
         }
     }
-    misses.verdict(
-        w,
-        rows.len(),
-        "ORDER_STATUS_PRECONDITION_FAILED for every move the lifecycle forbids, and no effect",
-    )
+    misses.verdict(w, rows.len(), "a refusal of every move the lifecycle forbids, and no effect")
 }
 
 /// AUTH-3/4/6 for every tool × persona × restaurant whose first failing check (in AUTH-8's

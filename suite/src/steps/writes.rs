@@ -222,6 +222,11 @@ async fn one_winner(w: &mut ConformanceWorld, c1: String, c2: String) -> anyhow:
 /// whose category or flag disagrees with §9 is ENV-5's failure (checked on every exchange).
 #[then("the move is refused as against the lifecycle")]
 async fn refused_by_lifecycle(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    judge_lifecycle_refusal(w)
+}
+
+/// The judgement of [`refused_by_lifecycle`] on the last exchange, for the PRE-3 matrix too.
+pub(super) fn judge_lifecycle_refusal(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let reference = ErrorCode::OrderStatusPreconditionFailed;
     let other = ErrorCode::ExpectedStateMismatch;
     let want = format!("a refusal: tool error {reference} or {other}, or a validation error");
