@@ -373,17 +373,26 @@ pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
         .context("cannot start the async runtime")?;
     let mut ctx = runtime.block_on(crate::preflight::prepare(profile))?;
     ctx.options = options;
+    let header = crate::report::ReportHeader {
+        endpoint: ctx.endpoint.clone(),
+        features: source.describe(),
+        capabilities: ctx.capabilities.clone(),
+        level: ctx.profile.level,
+        require_all: options.require_all,
+    };
+    if let Some(fault) = &ctx.broken_protocol {
+        let report = Report::protocol_broken(header, fault.clause, &fault.detail);
+        let mut console = outputs.console;
+        for line in report::verdict_lines(&report) {
+            let _ = writeln!(console, "{line}");
+        }
+        let _ = writeln!(console, "{}", fault.detail);
+        return Ok(report);
+    }
     if !options.run_anyway
         && let Some(reason) = not_a_contract_server(&ctx)
     {
         // Hundreds of failed scenarios would say less than one line.
-        let header = crate::report::ReportHeader {
-            endpoint: ctx.endpoint.clone(),
-            features: source.describe(),
-            capabilities: ctx.capabilities.clone(),
-            level: ctx.profile.level,
-            require_all: options.require_all,
-        };
         let report = Report::not_a_contract_server(header, &reason);
         let mut console = outputs.console;
         for line in report::verdict_lines(&report) {

@@ -280,40 +280,17 @@ impl McpClient {
             Link::Http(http) => http.clone(),
             Link::Stdio(_) | Link::Broken(_) => return self.send_stdio(method, body, rpc_id).await,
         };
-        let mut headers = HeaderMap::new();
-        let mut shown = Vec::new();
-        let mut put = |name: &str, value: &str, shown_value: &str| {
-            if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
-                headers.insert(n, v);
-                shown.push((name.to_owned(), shown_value.to_owned()));
-            }
-        };
-        put("content-type", "application/json", "application/json");
-        put("accept", "application/json, text/event-stream", "application/json, text/event-stream");
-        if let Some(token) = &self.token {
-            put("authorization", &format!("Bearer {token}"), "Bearer ***");
-        }
-        if let Some(session) = &self.session_id {
-            put("mcp-session-id", session, session);
-        }
-        if let Some(version) = &self.protocol_version {
-            put("mcp-protocol-version", version, version);
-        }
-        for (name, value) in extra {
-            let secret = name.eq_ignore_ascii_case("authorization");
-            put(name, value, if secret { "***" } else { value });
-        }
+        let (headers, shown) = self.headers("application/json, text/event-stream", extra);
         let request_bytes = body.len();
         let request_body = cut(&String::from_utf8_lossy(&body), SHOWN_BYTES);
         let started = Instant::now();
         let send = http.post(&self.endpoint).headers(headers).body(body).send();
-        let outcome = match tokio::time::timeout(self.timeout, async {
-            let resp = send.await.map_err(|e| describe_reqwest(&e))?;
-            read_response(resp, rpc_id).await
-        })
-        .await
-        {
-            Ok(outcome) => outcome,
+        // No answer in time is no answer; an answer begun but not finished in time is one the
+        // server broke (an event never ended): read as such, with what came.
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let outcome = match tokio::time::timeout_at(deadline, send).await {
+            Ok(Ok(resp)) => read_response_by(resp, rpc_id, Some(deadline)).await,
+            Ok(Err(e)) => Err(describe_reqwest(&e)),
             Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
         };
         Exchange {
@@ -330,6 +307,72 @@ impl McpClient {
             stdio: false,
             sent_strings: Vec::new(),
         }
+    }
+
+    /// The headers of a request to the endpoint, and how a report shows them (token redacted).
+    fn headers(&self, accept: &str, extra: &[(String, String)]) -> (HeaderMap, Vec<(String, String)>) {
+        let mut headers = HeaderMap::new();
+        let mut shown = Vec::new();
+        let mut put = |name: &str, value: &str, shown_value: &str| {
+            if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+                headers.insert(n, v);
+                shown.push((name.to_owned(), shown_value.to_owned()));
+            }
+        };
+        put("content-type", "application/json", "application/json");
+        put("accept", accept, accept);
+        if let Some(token) = &self.token {
+            put("authorization", &format!("Bearer {token}"), "Bearer ***");
+        }
+        if let Some(session) = &self.session_id {
+            put("mcp-session-id", session, session);
+        }
+        if let Some(version) = &self.protocol_version {
+            put("mcp-protocol-version", version, version);
+        }
+        for (name, value) in extra {
+            let secret = name.eq_ignore_ascii_case("authorization");
+            put(name, value, if secret { "***" } else { value });
+        }
+        (headers, shown)
+    }
+
+    /// A GET (the server's own event stream) or DELETE (the end of the session) on the endpoint,
+    /// with the session's headers. Status and headers are kept; an event stream that opens is
+    /// dropped at once (it may stay open for as long as the session lives), any other body read.
+    pub async fn send_http(&mut self, method: reqwest::Method) -> Exchange {
+        let label = method.as_str().to_owned();
+        let Link::Http(http) = &self.link else {
+            return Exchange::without_answer(self, &label, "Streamable HTTP only");
+        };
+        let (headers, shown) = self.headers("text/event-stream", &[]);
+        let started = Instant::now();
+        let send = http.request(method, &self.endpoint).headers(headers).send();
+        let outcome = match tokio::time::timeout(self.timeout, async {
+            let resp = send.await.map_err(|e| describe_reqwest(&e))?;
+            let event_stream = resp
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"));
+            if event_stream {
+                let mut answer = read_head(&resp);
+                answer.problem = Some("an event stream, not read".to_owned());
+                Ok(answer)
+            } else {
+                read_response(resp, None).await
+            }
+        })
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
+        };
+        let mut ex = Exchange::without_answer(self, &label, "");
+        ex.request_headers = shown;
+        ex.outcome = outcome;
+        ex.elapsed = started.elapsed();
+        ex
     }
 
     /// One line to the server process; the answer is the line carrying the request's id.
@@ -386,10 +429,8 @@ pub fn describe_reqwest(e: &reqwest::Error) -> String {
     if e.is_timeout() { format!("timed out: {text}") } else { text }
 }
 
-/// An HTTP answer as the runner reads it: status, headers, body, and the JSON-RPC message
-/// answering `rpc_id` (from JSON or SSE) or why there is none. Public for the fuzz targets.
-pub async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> Result<HttpResponse, String> {
-    let status = Some(resp.status().as_u16());
+/// Status and headers of an answer whose body is left unread.
+fn read_head(resp: &reqwest::Response) -> HttpResponse {
     let headers: Vec<(String, String)> = resp
         .headers()
         .iter()
@@ -401,20 +442,65 @@ pub async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> 
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_ascii_lowercase();
+    HttpResponse {
+        status: Some(resp.status().as_u16()),
+        headers,
+        content_type,
+        body: String::new(),
+        body_bytes: 0,
+        message: None,
+        problem: None,
+    }
+}
+
+/// An HTTP answer as the runner reads it: status, headers, body, and the JSON-RPC message
+/// answering `rpc_id` (from JSON or SSE) or why there is none. Public for the fuzz targets.
+pub async fn read_response(resp: reqwest::Response, rpc_id: Option<u64>) -> Result<HttpResponse, String> {
+    read_response_by(resp, rpc_id, None).await
+}
+
+/// [`read_response`], with the body's end awaited until `deadline` at most: a body still
+/// coming then is read as far as it came, and says so (`problem`).
+async fn read_response_by(
+    mut resp: reqwest::Response,
+    rpc_id: Option<u64>,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<HttpResponse, String> {
+    let HttpResponse { status, headers, content_type, .. } = read_head(&resp);
     let sse = content_type.starts_with("text/event-stream");
     let mut bytes = Vec::new();
+    let mut unfinished = false;
     // Read chunk by chunk: an SSE stream may stay open after the answer, so stop once it came.
-    while let Some(chunk) = resp.chunk().await.map_err(|e| describe_reqwest(&e))? {
+    loop {
+        let next = match deadline {
+            Some(at) => match tokio::time::timeout_at(at, resp.chunk()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    unfinished = true;
+                    break;
+                }
+            },
+            None => resp.chunk().await,
+        };
+        let Some(chunk) = next.map_err(|e| describe_reqwest(&e))? else { break };
         bytes.extend_from_slice(&chunk);
         if bytes.len() > MAX_RESPONSE_BYTES {
             return Err(format!("the response body exceeds {MAX_RESPONSE_BYTES} bytes"));
         }
-        if sse && find_sse_message(&String::from_utf8_lossy(&bytes), rpc_id).is_some() {
-            break;
+        // Only an event ended by its blank line counts: one still open may yet grow.
+        if sse {
+            let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n");
+            let ended = text.rfind("\n\n").map_or("", |end| &text[..end]);
+            if find_sse_message(ended, rpc_id).is_some() {
+                break;
+            }
         }
     }
     let body = String::from_utf8_lossy(&bytes).into_owned();
-    let (message, problem) = if sse {
+    let (message, problem) = if unfinished {
+        let what = if sse { "no event answering this request ended" } else { "the body did not end" };
+        (None, Some(format!("{what} before the timeout ({} bytes came)", bytes.len())))
+    } else if sse {
         match find_sse_message(&body, rpc_id) {
             Some(m) => (Some(m), None),
             None => (None, Some("the event stream holds no JSON-RPC answer to this request".to_owned())),
@@ -441,23 +527,27 @@ pub async fn read_response(mut resp: reqwest::Response, rpc_id: Option<u64>) -> 
 
 /// The `data:` payload of the SSE event answering `rpc_id` (or the first response if no id).
 pub fn find_sse_message(stream: &str, rpc_id: Option<u64>) -> Option<Value> {
-    let stream = stream.replace("\r\n", "\n");
-    for event in stream.split("\n\n") {
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|l| l.strip_prefix(' ').unwrap_or(l))
-            .collect();
-        if data.is_empty() {
-            continue;
-        }
-        let Ok(value) = serde_json::from_str::<Value>(&data.join("\n")) else { continue };
+    sse_messages(stream).into_iter().find(|value| {
         let is_answer = value.get("result").is_some() || value.get("error").is_some();
-        if is_answer && answers(&value, rpc_id) {
-            return Some(value);
-        }
-    }
-    None
+        is_answer && answers(value, rpc_id)
+    })
+}
+
+/// Every event's `data:` payload that is JSON, in order (the SSE framing of the transport:
+/// events end with a blank line; an event's data lines join with newlines).
+pub fn sse_messages(stream: &str) -> Vec<Value> {
+    let stream = stream.replace("\r\n", "\n");
+    stream
+        .split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|l| l.strip_prefix(' ').unwrap_or(l))
+                .collect();
+            if data.is_empty() { None } else { serde_json::from_str::<Value>(&data.join("\n")).ok() }
+        })
+        .collect()
 }
 
 /// Whether `message` answers the request `rpc_id` (a null id answers anything: parse errors).
@@ -484,6 +574,24 @@ impl HttpResponse {
 }
 
 impl Exchange {
+    /// An exchange of `client` with nothing sent yet: `why` is its outcome until one is set.
+    fn without_answer(client: &McpClient, method: &str, why: &str) -> Exchange {
+        Exchange {
+            persona: client.persona.clone(),
+            method: method.to_owned(),
+            tool: None,
+            url: client.endpoint.clone(),
+            request_headers: Vec::new(),
+            request_body: String::new(),
+            request_bytes: 0,
+            rpc_id: None,
+            outcome: Err(why.to_owned()),
+            elapsed: Duration::ZERO,
+            stdio: !matches!(client.link, Link::Http(_)),
+            sent_strings: Vec::new(),
+        }
+    }
+
     pub fn response(&self) -> Option<&HttpResponse> {
         self.outcome.as_ref().ok()
     }

@@ -179,6 +179,16 @@ pub struct RunContext {
     /// Initialized sessions that finished scenarios gave back, by persona: the next scenario of
     /// that persona takes one instead of paying an initialize round trip again.
     pub sessions: std::sync::Mutex<HashMap<String, Vec<McpClient>>>,
+    /// The server answered `initialize` in a way no MCP client can read: a verdict on the
+    /// clause it breaks, not a run that could not start (exit code 1, reports written).
+    pub broken_protocol: Option<ProtocolFault>,
+}
+
+/// A protocol fault found before any scenario runs: the clause and the exchange that shows it.
+#[derive(Debug, Clone)]
+pub struct ProtocolFault {
+    pub clause: &'static str,
+    pub detail: String,
 }
 
 /// Flags of one run that are not part of the target's profile.

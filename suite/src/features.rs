@@ -30,6 +30,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("preconditions.feature", include_str!("../../features/preconditions.feature")),
     ("protocol.feature", include_str!("../../features/protocol.feature")),
     ("rate_limits.feature", include_str!("../../features/rate_limits.feature")),
+    ("transport.feature", include_str!("../../features/transport.feature")),
 ];
 
 /// Tag that lets a scenario stay skipped instead of failing (cucumber's convention).

@@ -10,6 +10,13 @@
 //! - ENV-5: every category is one of the nine, every code of the table has its fixed category and
 //!   retryable flag (a code of the server's own keeps one of each across the run: the runner);
 //! - ENV-6: no error message or error summary holds a string argument the call sent, or the token.
+//!
+//! And two of the transport's, on every request the suite makes ([`check_protocol`]):
+//! - PROTO-1: an HTTP request served with a 2xx is answered as `application/json` or
+//!   `text/event-stream` (Streamable HTTP, "Sending Messages to the Server");
+//! - PROTO-2: the answer carries the request's `id`, with its type (JSON-RPC 2.0 §5; MCP basic
+//!   protocol, "Responses"). A refusal with an HTTP error status may carry none or `null`: the
+//!   transport allows an error body "that has no id".
 
 use chataigne_contract::envelope;
 use chataigne_contract::{Category, ErrorCode, MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES};
@@ -23,6 +30,64 @@ use crate::client::Exchange;
 pub struct Violation {
     pub clause: &'static str,
     pub detail: String,
+}
+
+/// The transport's rules `ex` breaks: requests the suite built itself (raw bodies are odd on
+/// purpose), over HTTP, served with a 2xx.
+pub fn check_protocol(ex: &Exchange) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let (Some(id), Some(resp)) = (ex.rpc_id, ex.response()) else { return out };
+    let Some(status @ 200..=299) = resp.status else { return out };
+    if ex.method == "raw" || ex.stdio {
+        return out;
+    }
+    let what = ex.tool.as_deref().unwrap_or(&ex.method);
+    let mut push = |clause: &'static str, detail: String| out.push(Violation { clause, detail });
+    let json = resp.content_type.starts_with("application/json");
+    let sse = resp.content_type.starts_with("text/event-stream");
+    if !json && !sse {
+        let ct = if resp.content_type.is_empty() { "none" } else { resp.content_type.as_str() };
+        push(
+            "PROTO-1",
+            format!(
+                "{what} answered with HTTP {status} and Content-Type {ct}: a request's answer is \
+                 application/json or text/event-stream"
+            ),
+        );
+    }
+    let want = Value::from(id);
+    match ex.message() {
+        Some(m) if m.get("id") != Some(&want) => push(
+            "PROTO-2",
+            format!("{what} was answered with id {}; the request's id was {id}", compact_id(m.get("id"))),
+        ),
+        Some(_) => {}
+        None => {
+            // No answer to this request was found: one to another id is a correlation fault.
+            let found = if json {
+                serde_json::from_str::<Value>(&resp.body).ok().into_iter().collect()
+            } else if sse {
+                crate::client::sse_messages(&resp.body)
+            } else {
+                Vec::new()
+            };
+            let answer = |m: &&Value| m.get("result").is_some() || m.get("error").is_some();
+            if let Some(other) = found.iter().filter(answer).find(|m| m.get("id") != Some(&want)) {
+                push(
+                    "PROTO-2",
+                    format!(
+                        "{what} was answered with id {}; the request's id was {id}",
+                        compact_id(other.get("id"))
+                    ),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn compact_id(id: Option<&Value>) -> String {
+    id.map_or_else(|| "missing".to_owned(), |v| crate::client::compact(v, 80))
 }
 
 /// The rules `ex` breaks. `token` is the bearer token the call was made with.
@@ -181,6 +246,49 @@ mod tests {
 
     fn clauses(ex: &Exchange) -> Vec<&'static str> {
         check(ex, Some("secret-token-123")).into_iter().map(|v| v.clause).collect()
+    }
+
+    fn protocol_clauses(ex: &Exchange) -> Vec<&'static str> {
+        check_protocol(ex).into_iter().map(|v| v.clause).collect()
+    }
+
+    #[test]
+    fn an_answer_is_json_or_an_event_stream_with_the_requests_id() {
+        let ok = answered(json!({}), json!({}));
+        assert_eq!(protocol_clauses(&ok), Vec::<&str>::new());
+        let mut as_text = ok.clone();
+        if let Ok(r) = &mut as_text.outcome {
+            r.content_type = "text/plain".into();
+        }
+        assert_eq!(protocol_clauses(&as_text), ["PROTO-1"]);
+        // Ids of another request, of another type, or null on a served request.
+        for id in [json!(2), json!("1"), Value::Null] {
+            let mut other = ok.clone();
+            if let Ok(r) = &mut other.outcome {
+                r.message.as_mut().unwrap()["id"] = id.clone();
+            }
+            assert_eq!(protocol_clauses(&other), ["PROTO-2"], "id {id}");
+        }
+        // An answer the reader set aside as another request's is still a correlation fault.
+        let mut unmatched = ok.clone();
+        if let Ok(r) = &mut unmatched.outcome {
+            let mut m = r.message.take().unwrap();
+            m["id"] = json!(7);
+            r.body = format!("event: message\ndata: {m}\n\n");
+            r.content_type = "text/event-stream".into();
+        }
+        assert_eq!(protocol_clauses(&unmatched), ["PROTO-2"]);
+        // A refusal with an HTTP error status may carry a null id (the transport allows it);
+        // a raw body the suite made odd on purpose is not judged here.
+        let mut refused = ok.clone();
+        if let Ok(r) = &mut refused.outcome {
+            r.status = Some(400);
+            r.message.as_mut().unwrap()["id"] = Value::Null;
+        }
+        assert_eq!(protocol_clauses(&refused), Vec::<&str>::new());
+        let mut raw = as_text;
+        raw.method = "raw".into();
+        assert_eq!(protocol_clauses(&raw), Vec::<&str>::new());
     }
 
     #[test]

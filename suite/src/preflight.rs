@@ -12,7 +12,9 @@ use chataigne_contract::dataset::{Dataset, RECEIVED_PER_RUN};
 use chataigne_contract::envelope::{self, Parsed};
 
 use crate::client::{Exchange, McpClient};
-use crate::context::{Capabilities, Published, RunContext, RunOptions, http_client, load_dataset};
+use crate::context::{
+    Capabilities, ProtocolFault, Published, RunContext, RunOptions, http_client, load_dataset,
+};
 use crate::control::Control;
 use crate::profile::Profile;
 use crate::stdio::StdioPool;
@@ -41,13 +43,16 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         None => profile.endpoint().to_owned(),
     };
 
-    let mut client = match &stdio {
-        Some(pool) => connect_stdio(&profile, pool, timeout).await?,
+    let (mut client, broken_protocol) = match &stdio {
+        Some(pool) => (connect_stdio(&profile, pool, timeout).await?, None),
         None => connect(&profile, &http, &endpoint, timeout).await?,
     };
     profile.check_server_log()?;
-    let published = list_tools(&mut client).await;
-    let runs_left = dataset_runs_left(&profile, &dataset, &mut client).await?;
+    let (published, runs_left) = match &broken_protocol {
+        // Nothing more can be read from this server: the verdict is the fault.
+        Some(_) => (Published::default(), None),
+        None => (list_tools(&mut client).await, dataset_runs_left(&profile, &dataset, &mut client).await?),
+    };
     drop(client);
 
     let mut capabilities = Capabilities {
@@ -84,6 +89,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         published,
         runs_left,
         sessions: Default::default(),
+        broken_protocol,
     })
 }
 
@@ -183,13 +189,14 @@ async fn count_orders(
     Ok(n)
 }
 
-/// Initialize with the persona tokens, the owner first, until one works.
+/// Initialize with the persona tokens, the owner first, until one works. A server that
+/// answered with a 2xx what no MCP client can read gives its client back with the fault.
 async fn connect(
     profile: &Profile,
     http: &reqwest::Client,
     endpoint: &str,
     timeout: Duration,
-) -> anyhow::Result<McpClient> {
+) -> anyhow::Result<(McpClient, Option<ProtocolFault>)> {
     let mut personas: Vec<&String> = profile.tokens.keys().collect();
     personas.sort_by_key(|p| *p != "owner");
     let mut refused = Vec::new();
@@ -199,12 +206,14 @@ async fn connect(
         let mut client = McpClient::new(http.clone(), endpoint, token, Some(persona.clone()), timeout);
         let ex = client.initialize().await;
         match classify(&ex, endpoint) {
-            Init::Ready => return Ok(client),
+            Init::Ready => return Ok((client, None)),
             Init::Unreachable(reason) => bail!("{reason}"),
             Init::Unauthorized => refused.push(persona.as_str()),
             Init::Broken(reason) => {
                 other.get_or_insert(reason);
             }
+            // What the server answered is what it answers: other tokens would not read better.
+            Init::Unreadable(fault) => return Ok((client, Some(fault))),
         }
     }
     match other {
@@ -257,7 +266,10 @@ enum Init {
     Unauthorized,
     /// No HTTP answer at all: nothing else will work either.
     Unreachable(String),
+    /// Not an MCP endpoint, or not one this profile may use (HTML, a 4xx refusal): exit code 2.
     Broken(String),
+    /// Served (2xx), but not readable as MCP: a verdict.
+    Unreadable(ProtocolFault),
 }
 
 fn classify(ex: &Exchange, endpoint: &str) -> Init {
@@ -277,6 +289,9 @@ fn classify(ex: &Exchange, endpoint: &str) -> Init {
             "{endpoint} answered initialize with an HTML page (HTTP {status}), not JSON-RPC: is it the MCP endpoint?"
         ));
     }
+    if (200..300).contains(&status) {
+        return Init::Unreadable(unreadable(ex, endpoint, status));
+    }
     if let Some(err) = ex.rpc_error() {
         return Init::Broken(format!(
             "{endpoint} refused initialize with JSON-RPC error {} (HTTP {status})",
@@ -285,6 +300,25 @@ fn classify(ex: &Exchange, endpoint: &str) -> Init {
     }
     let why = resp.problem.clone().unwrap_or_else(|| "no protocolVersion in the result".to_owned());
     Init::Broken(format!("{endpoint} answered initialize with HTTP {status}: {why}"))
+}
+
+/// What a served `initialize` broke: the JSON-RPC correlation (PROTO-2) or the transport and
+/// lifecycle (PROTO-1), with the exchange as evidence.
+fn unreadable(ex: &Exchange, endpoint: &str, status: u16) -> ProtocolFault {
+    let violations = crate::invariants::check_protocol(ex);
+    let clause = violations.iter().find(|v| v.clause == "PROTO-2").map_or("PROTO-1", |v| v.clause);
+    let why = match (violations.first(), ex.rpc_error(), ex.response().and_then(|r| r.problem.as_deref())) {
+        (Some(v), _, _) => v.detail.clone(),
+        (None, Some(err), _) => {
+            format!("initialize was refused with JSON-RPC error {}", crate::client::compact(err, 200))
+        }
+        (None, None, Some(problem)) => format!("the answer to initialize cannot be read: {problem}"),
+        (None, None, None) => "the answer to initialize has no protocolVersion".to_owned(),
+    };
+    ProtocolFault {
+        clause,
+        detail: format!("{endpoint} answered initialize with HTTP {status}: {why}\n{}", ex.describe()),
+    }
 }
 
 /// Every page of tools/list; a failure is kept for PROTO-3 to report, not fatal.

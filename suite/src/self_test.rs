@@ -322,6 +322,7 @@ mod tests {
             ext_choices: Vec::new(),
             ext_differences: Vec::new(),
             request_ids: Vec::new(),
+            not_applicable: false,
             tags: vec![clause.to_owned()],
         }
     }

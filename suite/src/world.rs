@@ -59,6 +59,13 @@ pub struct ConformanceWorld {
     /// while the seed-level check passed: (choice slug, what differed). They fail the scenario
     /// at the full level only.
     pub ext_differences: Vec<(String, String)>,
+    /// Why the scenario does not apply to this server (a session check on a server without
+    /// sessions): set by [`Self::not_applicable`]; the report shows the scenario as skipped with
+    /// this reason, never as passed.
+    pub not_applicable: Option<String>,
+    /// A session of the scenario's own, never given back to the run's pool: it may be ended
+    /// (DELETE) or have agreed on a version no other scenario should inherit.
+    pub own_session: Option<McpClient>,
     /// When the whole run must end (`--deadline`): no call is sent after it.
     pub deadline: Option<std::time::Instant>,
     /// Bytes of answers held in `history` (see [`HISTORY_BUDGET_BYTES`]).
@@ -400,7 +407,8 @@ impl ConformanceWorld {
         if self.invariant_violations.len() < MAX_VIOLATIONS {
             let token =
                 ex.persona.as_deref().and_then(|p| self.ctx().profile.tokens.get(p)).map(String::as_str);
-            let found = crate::invariants::check(&ex, token);
+            let mut found = crate::invariants::check(&ex, token);
+            found.extend(crate::invariants::check_protocol(&ex));
             self.invariant_violations.extend(found.into_iter().take(MAX_VIOLATIONS));
         }
         if let Some((code, category, retryable)) = crate::invariants::code_of_its_own(&ex)
@@ -529,6 +537,14 @@ impl ConformanceWorld {
     /// that blocks the scenario's clauses on ENV-7 rather than failing them.
     pub fn field<'a>(&self, data: &'a Value, pointer: &str) -> anyhow::Result<&'a Value> {
         data.pointer(pointer).ok_or_else(|| self.blocked(pointer))
+    }
+
+    /// End the scenario as skipped, with `why`: what it checks is something the specification
+    /// lets this server do without (sessions, an event stream of its own).
+    pub fn not_applicable(&mut self, why: impl Display) -> anyhow::Error {
+        let why = why.to_string();
+        self.not_applicable = Some(why.clone());
+        anyhow!("not applicable: {why}")
     }
 
     /// The error of [`Self::field`]: names the path the contract's shape has.

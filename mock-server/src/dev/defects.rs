@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse as _, Response};
 use chataigne_contract::dataset::{Conversation, Transcript};
 use chataigne_contract::{ErrorCode, Role, ToolName};
 use serde_json::Value;
@@ -21,6 +23,13 @@ named_modes! {
     /// A deliberate defect: the suite must fail its clause.
     Defect {
         OldProtocolOnly = "old-protocol-only", "PROTO-1", "serves only protocol version 2025-03-26";
+        VersionEchoed = "version-echoed", "PROTO-1", "initialize agrees to any protocol version a client asks for";
+        VersionHeaderIgnored = "version-header-ignored", "PROTO-1", "a request whose MCP-Protocol-Version header names an unsupported version is served";
+        NotificationAnswered = "notification-answered", "PROTO-1", "a notification is answered with HTTP 200 and a body, not 202 and none";
+        AnswerMislabelled = "answer-mislabelled", "PROTO-1", "JSON answers are labelled text/plain";
+        ZeroIdDropped = "zero-id-dropped", "PROTO-2", "a request with id 0 is answered with id null";
+        StringIdAsNumber = "string-id-as-number", "PROTO-2", "a string id made of digits is answered as a number";
+        ErrorIdNull = "error-id-null", "PROTO-2", "JSON-RPC error answers carry id null instead of the request's";
         UnknownToolAsMethod = "unknown-tool-as-method", "PROTO-2", "an unknown tool gets -32601 instead of -32602";
         OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
         OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
@@ -456,6 +465,87 @@ impl Defects {
             return vec![V::V_2025_03_26];
         }
         vec![V::V_2025_06_18, V::V_2025_11_25, V::V_2026_07_28]
+    }
+
+    /// The request headers rmcp reads, as a defect leaves them: `version-header-ignored` drops an
+    /// `MCP-Protocol-Version` naming a version the server does not serve, so rmcp never sees it.
+    pub fn request_headers(&self, headers: &mut HeaderMap) {
+        if !self.has(Defect::VersionHeaderIgnored) {
+            return;
+        }
+        let served = self.protocol_versions();
+        let unsupported = headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| !served.iter().any(|s| s.as_str() == v));
+        if unsupported {
+            headers.remove("mcp-protocol-version");
+        }
+    }
+
+    /// Whether [`Self::answer`] may change answers: the gate then keeps the request's body.
+    pub fn rewrites_answers(&self) -> bool {
+        [
+            Defect::VersionEchoed,
+            Defect::NotificationAnswered,
+            Defect::AnswerMislabelled,
+            Defect::ZeroIdDropped,
+            Defect::StringIdAsNumber,
+            Defect::ErrorIdNull,
+        ]
+        .into_iter()
+        .any(|d| self.has(d))
+    }
+
+    /// The answer to `request` (the posted JSON) as the JSON-RPC defects spoil it.
+    pub async fn answer(&self, request: &[u8], response: Response) -> Response {
+        let Ok(request) = serde_json::from_slice::<Value>(request) else { return response };
+        let notification = request.get("method").is_some() && request.get("id").is_none();
+        if notification && self.has(Defect::NotificationAnswered) && response.status() == StatusCode::ACCEPTED
+        {
+            let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "result": {} }).to_string();
+            return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+        }
+        let json = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+        if !json {
+            return response;
+        }
+        let (mut parts, body) = response.into_parts();
+        // Answers of the reference server stay far below this; a defect need not be clever.
+        let Ok(bytes) = axum::body::to_bytes(body, 16 << 20).await else {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "answer too large").into_response();
+        };
+        let mut bytes = bytes.to_vec();
+        if let Ok(mut answer) = serde_json::from_slice::<Value>(&bytes) {
+            let id = request.get("id").cloned().unwrap_or(Value::Null);
+            if self.has(Defect::VersionEchoed)
+                && request.get("method").and_then(Value::as_str) == Some("initialize")
+                && let (Some(asked), Some(result)) =
+                    (request.pointer("/params/protocolVersion"), answer.get_mut("result"))
+            {
+                result["protocolVersion"] = asked.clone();
+            }
+            if self.has(Defect::ZeroIdDropped) && id == serde_json::json!(0) {
+                answer["id"] = Value::Null;
+            }
+            if self.has(Defect::StringIdAsNumber)
+                && let Some(n) = id.as_str().and_then(|s| s.parse::<u64>().ok())
+            {
+                answer["id"] = n.into();
+            }
+            if self.has(Defect::ErrorIdNull) && answer.get("error").is_some() {
+                answer["id"] = Value::Null;
+            }
+            bytes = answer.to_string().into_bytes();
+        }
+        parts.headers.remove(header::CONTENT_LENGTH);
+        if self.has(Defect::AnswerMislabelled) {
+            parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        }
+        Response::from_parts(parts, axum::body::Body::from(bytes))
     }
 }
 

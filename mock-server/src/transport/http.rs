@@ -97,11 +97,12 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         if let Some(refusal) = check_json_rpc(&bytes) {
             return refusal;
         }
-        if json_content(&parts.headers) {
+        if json_content(&parts.headers) || app.defects.rewrites_answers() {
             posted = Some(bytes.clone());
         }
         request = Request::from_parts(parts, Body::from(bytes));
     }
+    app.defects.request_headers(request.headers_mut());
     request.extensions_mut().insert(principal);
     request.extensions_mut().insert(RequestId(request_id.to_owned()));
     let response = next.run(request).await;
@@ -110,6 +111,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     // right (an id too large, a params value rmcp refuses), so their answer is replaced here.
     match posted {
         Some(bytes) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => cannot_take(&bytes),
+        Some(bytes) if app.defects.rewrites_answers() => app.defects.answer(&bytes, response).await,
         _ => response,
     }
 }

@@ -40,6 +40,8 @@ pub struct RunLog {
 pub struct ScenarioExtras {
     pub request_ids: Vec<String>,
     pub ext_differences: Vec<String>,
+    /// The step that found the scenario does not apply to this server, and why.
+    pub not_applicable: Option<String>,
 }
 
 /// Scenario events → results.
@@ -64,6 +66,16 @@ impl Collector {
             if let Some(extras) = log.scenarios.get(&key) {
                 s.request_ids = extras.request_ids.clone();
                 s.ext_differences = extras.ext_differences.clone();
+                // The step that stopped the scenario said it does not apply: not a verdict.
+                if let Some(why) = &extras.not_applicable
+                    && s.status == Status::Failed
+                {
+                    s.status = Status::Skipped;
+                    s.skip_reason = Some(why.clone());
+                    s.not_applicable = true;
+                    s.failed_step = None;
+                    s.message = None;
+                }
             }
         }
         out
@@ -113,6 +125,7 @@ impl Collector {
                         .collect(),
                     ext_differences: Vec::new(),
                     request_ids: Vec::new(),
+                    not_applicable: false,
                     tags,
                 };
                 self.running.insert(key, result);

@@ -166,6 +166,10 @@ pub struct ScenarioResult {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ext_differences: Vec<String>,
     pub request_ids: Vec<String>,
+    /// Skipped because it checks what the specification lets this server do without (sessions):
+    /// like the stdio half of a clause, it does not hold back a clause whose other scenarios passed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_applicable: bool,
     #[serde(skip)]
     pub tags: Vec<String>,
 }
@@ -272,6 +276,22 @@ impl Report {
         report
     }
 
+    /// The verdict on a server whose answer to `initialize` could not be read as MCP (a
+    /// mismatched id, a body that is not what its Content-Type says, an event never ended): the
+    /// clause it breaks fails with the exchange as its finding, every other one is not run.
+    pub fn protocol_broken(header: ReportHeader, clause: &str, detail: &str) -> Report {
+        let finding = Finding { clause: clause.to_owned(), detail: detail.to_owned() };
+        let mut report = Report::build(&[], &[finding], header, Vec::new());
+        let why = format!("not run: the server's answer to initialize could not be read ({clause})");
+        for c in report.clauses.iter_mut().filter(|c| c.id != clause) {
+            (c.status, c.full_status) = (Status::NotRun, Status::NotRun);
+            c.reason = Some(why.clone());
+            c.full_reason = None;
+        }
+        report.summary = summarize(&report.clauses, report.level, true);
+        report
+    }
+
     /// 0: certified at the run's level (no required clause failed or blocked); 1: not, or
     /// (with `require_all`) a required clause was skipped or not run, or a feature did not
     /// parse.
@@ -354,7 +374,8 @@ fn verdict(scenarios: &[ScenarioResult], findings: &[String], level: Level) -> (
     // The stdio half of a clause does not hold back a clause checked over HTTP, as long as
     // something of the clause passed (the scenario itself stays reported as skipped).
     let stdio_only = |s: &&&ScenarioResult| {
-        s.status == Status::Skipped && s.skip_reason.as_deref() == Some(crate::context::NEEDS_STDIO)
+        s.status == Status::Skipped
+            && (s.not_applicable || s.skip_reason.as_deref() == Some(crate::context::NEEDS_STDIO))
     };
     let applicable: Vec<&&ScenarioResult> = counted.iter().filter(|s| !stdio_only(s)).collect();
     let considered: Vec<&&ScenarioResult> = if applicable.iter().any(|s| s.status == Status::Passed) {

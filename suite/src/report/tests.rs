@@ -12,6 +12,7 @@ fn scenario(name: &str, tags: &[&str], status: Status) -> ScenarioResult {
         ext_choices: tags.iter().filter_map(|t| t.strip_prefix("ext-")).map(str::to_owned).collect(),
         ext_differences: Vec::new(),
         request_ids: vec!["req_0123456789abcdef".to_owned()],
+        not_applicable: false,
         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
     }
 }
@@ -45,6 +46,23 @@ fn a_stdio_only_scenario_does_not_hold_back_a_clause_checked_over_http() {
         verdict(&both, &[], Level::Seed),
         (Status::Skipped, Some(crate::context::NEEDS_HTTP.to_owned()))
     );
+}
+
+#[test]
+fn a_check_that_does_not_apply_does_not_hold_back_its_clause_but_never_passes_it() {
+    let mut sessions = scenario("sessions", &["PROTO-1"], Status::Skipped);
+    sessions.skip_reason = Some("the server keeps no sessions".to_owned());
+    sessions.not_applicable = true;
+    let other = scenario("versions", &["PROTO-1"], Status::Passed);
+    assert_eq!(verdict(&[sessions.clone(), other], &[], Level::Seed), (Status::Passed, None));
+    // Alone it proves nothing: skipped, with its reason.
+    assert_eq!(
+        verdict(std::slice::from_ref(&sessions), &[], Level::Seed),
+        (Status::Skipped, Some("the server keeps no sessions".to_owned()))
+    );
+    // Nor does it hide a failure beside it.
+    let failed = scenario("ids", &["PROTO-1"], Status::Failed);
+    assert_eq!(verdict(&[sessions, failed], &[], Level::Seed).0, Status::Failed);
 }
 
 #[test]

@@ -19,4 +19,5 @@ mod protocol;
 pub mod reads;
 mod reports;
 mod session;
+mod transport;
 mod writes;

@@ -331,3 +331,71 @@ fn a_server_without_the_contract_tools_gets_a_short_verdict() {
     let proto2 = clause(&anyway, "PROTO-2");
     assert!(proto2.scenarios.len() > 1, "the scenarios ran: {proto2:?}");
 }
+
+/// A server that answered, but not in a way an MCP client can read, gets a verdict on the clause
+/// it breaks (exit code 1, reports written), not "could not start".
+fn check_protocol_verdict(outcome: &Outcome, id: &str, needle: &str) {
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let c = clause(outcome, id);
+    assert_eq!(c.status, Status::Failed, "{c:?}");
+    let evidence = c.findings.join("\n");
+    assert!(evidence.contains(needle), "{id}: evidence lacks {needle:?}:\n{evidence}");
+    // The exchange is the evidence: what was sent and what came back.
+    assert!(evidence.contains("initialize"), "{evidence}");
+    assert!(!evidence.contains("t-owner"), "a token leaked:\n{evidence}");
+    let others = &outcome.report.as_ref().unwrap().clauses;
+    assert!(others.iter().filter(|c| c.id != id).all(|c| c.status == Status::NotRun), "{others:?}");
+}
+
+#[test]
+fn an_initialize_answered_for_another_id_is_a_proto2_verdict() {
+    let fake = Fake::start();
+    fake.serve(|_, _| {
+        let answer = json!({ "jsonrpc": "2.0", "id": 999, "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": { "name": "x", "version": "0" } } });
+        Reply::Raw(200, "application/json", answer.to_string())
+    });
+    let outcome = fake.run(2000, &[]);
+    check_protocol_verdict(&outcome, "PROTO-2", "id 999");
+    assert!(fake.report_path().exists(), "no JSON report written");
+}
+
+#[test]
+fn a_json_answer_labelled_as_text_is_a_proto1_verdict() {
+    let fake = Fake::start();
+    fake.serve(|_, _| {
+        let answer = json!({ "jsonrpc": "2.0", "id": 1, "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": { "name": "x", "version": "0" } } });
+        Reply::Raw(200, "text/plain", answer.to_string())
+    });
+    check_protocol_verdict(&fake.run(2000, &[]), "PROTO-1", "text/plain");
+}
+
+/// An event stream whose event never ends (no blank line) and stays open: a verdict once the
+/// timeout passes, not a hang and not "could not start". wiremock cannot hold a stream open, so
+/// this server is a socket that writes the start of an answer and then waits.
+#[test]
+fn an_event_stream_that_never_ends_its_event_is_a_proto1_verdict() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 8192];
+            let _ = stream.read(&mut buf);
+            let data = json!({ "jsonrpc": "2.0", "id": 1, "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": { "name": "x", "version": "0" } } });
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+            let event = format!("event: message\ndata: {data}\n");
+            let _ = write!(stream, "{head}{:x}\r\n{event}\r\n", event.len());
+            let _ = stream.flush();
+            held.push(stream);
+        }
+    });
+    let fake = Fake::start();
+    let outcome = fake.run(700, &["--endpoint", &endpoint]);
+    check_protocol_verdict(&outcome, "PROTO-1", "no event answering this request ended");
+}

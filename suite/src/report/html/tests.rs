@@ -24,6 +24,7 @@ fn failed(name: &str, tag: &str, message: String) -> ScenarioResult {
         ext_choices: Vec::new(),
         ext_differences: Vec::new(),
         request_ids: vec!["req_00000000000000000000000001".to_owned()],
+        not_applicable: false,
         tags: vec![tag.to_owned()],
     }
 }

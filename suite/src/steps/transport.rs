@@ -1,0 +1,290 @@
+//! What MCP's basic protocol and Streamable HTTP transport require of any server, checked on the
+//! wire (PROTO-1, PROTO-2; docs/CONTRACT.md names the section each check comes from): version
+//! negotiation, the `MCP-Protocol-Version` header, JSON-RPC ids, notifications and responses sent
+//! by the client, JSON or SSE answers, the GET stream, and sessions where the server keeps them.
+//! Where the specification allows several behaviours (stateless or not, SSE or JSON, 405 for GET
+//! or DELETE) each passes; what a server does without (sessions) is skipped with the reason.
+
+use anyhow::anyhow;
+use cucumber::{given, then, when};
+use serde_json::{Value, json};
+
+use crate::client::{Exchange, sse_messages};
+use crate::world::ConformanceWorld;
+
+/// MCP's published revisions: what "another protocol version it supports" can be.
+const MCP_REVISIONS: [&str; 5] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+
+/// A JSON-RPC id as a step names it (`"abc-7"`, `0`): MCP's ids are strings or integers.
+fn parse_id(text: &str) -> anyhow::Result<Value> {
+    let id: Value = serde_json::from_str(text).map_err(|e| anyhow!("the id {text} is not JSON: {e}"))?;
+    if id.is_string() || id.is_i64() || id.is_u64() {
+        Ok(id)
+    } else {
+        Err(anyhow!("a JSON-RPC id of MCP is a string or an integer, not {text}"))
+    }
+}
+
+/// Lifecycle, "Version Negotiation": a server that does not serve the version asked for
+/// answers with one it does; the session is the scenario's own, so no other inherits it.
+#[when(expr = "they initialize a session of their own with protocol version {string}")]
+async fn initialize_own(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let ex = client.initialize_with(&version, &[]).await;
+    w.record(ex);
+    w.own_session = Some(client);
+    Ok(())
+}
+
+#[then(expr = "the server offers another protocol version it serves, not {string}")]
+async fn offers_other_version(w: &mut ConformanceWorld, asked: String) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let expected =
+        format!("an initialize result whose protocolVersion is an MCP revision other than {asked}");
+    let got = ex.result().and_then(|r| r.get("protocolVersion")).and_then(Value::as_str);
+    match got {
+        Some(v) if v != asked && MCP_REVISIONS.contains(&v) => Ok(()),
+        _ => Err(w.fail(expected, ex.summary())),
+    }
+}
+
+/// Streamable HTTP, "Protocol Version Header": a request whose `MCP-Protocol-Version` names a
+/// version the server does not serve is refused with 400 Bad Request.
+#[when(expr = "they send the JSON-RPC request {string} with the header {string} set to {string}")]
+async fn request_with_header(
+    w: &mut ConformanceWorld,
+    method: String,
+    name: String,
+    value: String,
+) -> anyhow::Result<()> {
+    let client = w.client().await?;
+    let ex = client.request_with(&method, json!({}), &[(name, value)]).await;
+    w.record(ex);
+    Ok(())
+}
+
+#[then("the request is refused with HTTP 400 and not served")]
+async fn refused_400(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    if ex.status() == Some(400) && ex.result().is_none() {
+        Ok(())
+    } else {
+        Err(w.fail("HTTP 400 Bad Request with no JSON-RPC result", ex.summary()))
+    }
+}
+
+/// JSON-RPC 2.0 §5 and MCP's "Responses": the answer has the request's id, string or integer.
+#[when(expr = "they send the JSON-RPC request {string} with the id {word}")]
+async fn request_with_id(w: &mut ConformanceWorld, method: String, id: String) -> anyhow::Result<()> {
+    let id = parse_id(&id)?;
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": {} });
+    w.post_raw(body.to_string().into_bytes(), false, &[]).await.map(drop)
+}
+
+#[then(expr = "the answer carries the id {word}, with its type")]
+async fn answer_has_id(w: &mut ConformanceWorld, id: String) -> anyhow::Result<()> {
+    let want = parse_id(&id)?;
+    let ex = w.last()?;
+    match ex.message().and_then(|m| m.get("id")) {
+        Some(got) if *got == want => Ok(()),
+        _ => Err(w.fail(format!("a JSON-RPC answer with id {want}"), ex.summary())),
+    }
+}
+
+/// Streamable HTTP, "Sending Messages to the Server": a notification or a response the server
+/// accepts gets 202 Accepted and no body; one it cannot accept, an HTTP error status.
+#[when("they send a notification the server has no answer for")]
+async fn send_notification(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let client = w.client().await?;
+    // Cancelling a request the server never saw: receivers may ignore it (MCP "Cancellation").
+    let params = json!({ "requestId": "chataigne-never-sent", "reason": "conformance check" });
+    let ex = client.notify("notifications/cancelled", params).await;
+    w.record(ex);
+    Ok(())
+}
+
+#[when("they send a JSON-RPC response to a request the server never made")]
+async fn send_response(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let body = json!({ "jsonrpc": "2.0", "id": "chataigne-never-asked", "result": {} });
+    w.post_raw(body.to_string().into_bytes(), false, &[]).await.map(drop)
+}
+
+fn accepted_without_body(ex: &Exchange) -> bool {
+    ex.status() == Some(202) && ex.response().is_some_and(|r| r.body_bytes == 0)
+}
+
+#[then("the server accepts it with HTTP 202 and no body")]
+async fn accepted(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    if accepted_without_body(ex) {
+        Ok(())
+    } else {
+        Err(w.fail("HTTP 202 Accepted with no body", ex.summary()))
+    }
+}
+
+#[then("the server accepts it with HTTP 202 and no body, or refuses it with a 4xx")]
+async fn accepted_or_refused(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let refused = ex.status().is_some_and(|s| (400..500).contains(&s)) && ex.result().is_none();
+    if accepted_without_body(ex) || refused {
+        Ok(())
+    } else {
+        Err(w.fail("HTTP 202 Accepted with no body, or a 4xx refusal", ex.summary()))
+    }
+}
+
+/// Streamable HTTP, "Sending Messages to the Server" and "Streaming": a request is answered as
+/// one JSON object (`application/json`) or an SSE stream whose events are JSON-RPC messages, one
+/// of them the answer, each event ended by a blank line.
+#[then("the answer is one JSON-RPC object or an event stream that carries it")]
+async fn json_or_sse(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let expected = "application/json with the JSON-RPC answer, or text/event-stream whose events \
+                    each hold one JSON-RPC message, the answer among them";
+    let Some(resp) = ex.response() else { return Err(w.fail(expected, ex.summary())) };
+    let problem = if resp.content_type.starts_with("application/json") {
+        match serde_json::from_str::<Value>(&resp.body) {
+            _ if ex.message().is_none() => Some("no JSON-RPC answer to this request".to_owned()),
+            Ok(v) if v.is_object() => None,
+            // A shown body may be cut; the message was read whole.
+            _ if resp.body_bytes > crate::client::SHOWN_BYTES => None,
+            _ => Some("the body is not one JSON object".to_owned()),
+        }
+    } else if resp.content_type.starts_with("text/event-stream") {
+        let text = resp.body.replace("\r\n", "\n");
+        let events = text.split("\n\n").filter(|e| e.lines().any(|l| l.starts_with("data:"))).count();
+        let parsed = sse_messages(&text).len();
+        if ex.message().is_none() {
+            Some("no event carries the JSON-RPC answer to this request".to_owned())
+        } else if resp.body_bytes <= crate::client::SHOWN_BYTES && parsed < events {
+            Some(format!("{} of {events} events do not hold a JSON-RPC message", events - parsed))
+        } else {
+            None
+        }
+    } else {
+        Some(format!("Content-Type {}", resp.content_type))
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => Err(w.fail(expected, format!("{p}: {}", ex.summary()))),
+    }
+}
+
+/// Streamable HTTP, "Listening for Messages from the Server": a GET asking for an event stream
+/// gets one (`text/event-stream`) or 405 Method Not Allowed. In a session of its own: an SDK
+/// allows one such stream per session.
+#[when("they open the server's event stream with GET in a session of their own")]
+async fn open_stream(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let init = client.initialize().await;
+    if !client.is_initialized() {
+        w.record(init);
+        return Err(w.fail("an initialized session", "initialize failed"));
+    }
+    let ex = client.send_http(reqwest::Method::GET).await;
+    w.record(ex);
+    w.own_session = Some(client);
+    Ok(())
+}
+
+#[then("the server opens an event stream or answers 405 Method Not Allowed")]
+async fn stream_or_405(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    let stream = ex.status() == Some(200)
+        && ex.response().is_some_and(|r| r.content_type.starts_with("text/event-stream"));
+    if stream || ex.status() == Some(405) {
+        Ok(())
+    } else {
+        Err(w.fail("HTTP 200 with text/event-stream, or 405 Method Not Allowed", ex.summary()))
+    }
+}
+
+/// Streamable HTTP, "Session Management": sessions are the server's choice; a server without
+/// them skips what follows.
+#[given("a session of their own, if the server keeps sessions")]
+async fn session_of_their_own(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let ex = client.initialize().await;
+    let initialized = client.is_initialized();
+    let session = client.session_id.clone();
+    w.record(ex);
+    if !initialized {
+        return Err(w.fail("an initialized session", "initialize failed"));
+    }
+    w.own_session = Some(client);
+    if session.is_none() {
+        return Err(w.not_applicable(
+            "the server keeps no sessions (no Mcp-Session-Id on initialize), as Streamable HTTP allows",
+        ));
+    }
+    Ok(())
+}
+
+#[then("the session ID holds only visible ASCII characters")]
+async fn session_id_ascii(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let id = w.own_session.as_ref().and_then(|c| c.session_id.clone()).unwrap_or_default();
+    if !id.is_empty() && id.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        Ok(())
+    } else {
+        Err(w.fail("an Mcp-Session-Id of visible ASCII characters (0x21 to 0x7E)", format!("{id:?}")))
+    }
+}
+
+#[when("they end the session with DELETE")]
+async fn end_session(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let client = w.own_session.as_mut().ok_or_else(|| anyhow!("no session of their own yet"))?;
+    let ex = client.send_http(reqwest::Method::DELETE).await;
+    w.record(ex);
+    Ok(())
+}
+
+/// A server may refuse to let clients end sessions (405): the 404 that follows is then
+/// not there to check.
+#[then("the server ended the session, or does not let clients end one")]
+async fn session_ended(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    match ex.status() {
+        Some(200..=299) => Ok(()),
+        Some(405) => Err(w.not_applicable("the server does not let clients end sessions (DELETE: 405)")),
+        _ => Err(w.fail("a 2xx (session ended) or 405 Method Not Allowed", ex.summary())),
+    }
+}
+
+#[when("they list the tools in that session")]
+async fn list_in_own_session(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let client = w.own_session.as_mut().ok_or_else(|| anyhow!("no session of their own yet"))?;
+    let ex = client.request("tools/list", json!({})).await;
+    w.record(ex);
+    Ok(())
+}
+
+#[when("they list the tools in a session the server never gave")]
+async fn list_in_unknown_session(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let client = w.own_session.as_mut().ok_or_else(|| anyhow!("no session of their own yet"))?;
+    // The shape of the SDKs' own IDs, so only the server's memory can tell it apart.
+    client.session_id = Some("5c0a1e2d-0000-4000-8000-c4a7a16e0000".to_owned());
+    let ex = client.request("tools/list", json!({})).await;
+    w.record(ex);
+    Ok(())
+}
+
+#[then("the request is refused with HTTP 404 and not served")]
+async fn refused_404(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    if ex.status() == Some(404) && ex.result().is_none() {
+        Ok(())
+    } else {
+        Err(w.fail("HTTP 404 Not Found with no JSON-RPC result", ex.summary()))
+    }
+}
+
+#[then("the request is refused with a 4xx and not served")]
+async fn refused_any_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ex = w.last()?;
+    if ex.status().is_some_and(|s| (400..500).contains(&s)) && ex.result().is_none() {
+        Ok(())
+    } else {
+        Err(w.fail("an HTTP 4xx with no JSON-RPC result", ex.summary()))
+    }
+}
