@@ -45,6 +45,67 @@ async fn tools_call_works_without_initialize_and_notifications_are_accepted() {
     assert_eq!(http.status, 202, "{}", http.text);
 }
 
+// PROTO-1, the transport's musts the suite's transport.feature checks: a version it does not
+// serve gets one it does; an unsupported MCP-Protocol-Version header is 400; notifications are
+// 202 with no body; GET and DELETE are 405 (stateless: no stream, no session to end).
+#[tokio::test(flavor = "multi_thread")]
+async fn version_negotiation_and_the_transports_answers() {
+    let server = start().await;
+    let auth = format!("Bearer {}", token("owner"));
+    let client = reqwest::Client::new();
+    // As clients send it: no MCP-Protocol-Version header before a version is agreed.
+    let answer: Value = client
+        .post(server.url("/mcp"))
+        .header("authorization", &auth)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize("1999-01-01").to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let offered = answer["result"]["protocolVersion"].as_str().unwrap_or_default().to_owned();
+    assert!(chataigne_contract::PROTOCOL_VERSIONS.contains(&offered.as_str()), "{answer}");
+
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
+    let http = server.post_mcp(&[("authorization", &auth), ("mcp-protocol-version", "1999-01-01")], list).await;
+    assert_eq!(http.status, 400, "{}", http.text);
+    assert!(http.json.get("result").is_none(), "{}", http.text);
+
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": "never-sent", "reason": "test" } });
+    let http = server.rpc("owner", &cancel).await;
+    assert_eq!((http.status, http.text.as_str()), (202, ""));
+
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let resp = client
+            .request(method.clone(), server.url("/mcp"))
+            .header("authorization", &auth)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 405, "{method}");
+    }
+}
+
+// PROTO-2: every answer carries its request's id with its type, successes and errors alike,
+// including the ids a loose implementation gets wrong (0, a string of digits).
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_carry_the_request_id_with_its_type() {
+    let server = start().await;
+    for id in [json!(0), json!(2147483648u64), json!("42"), json!("chataigne-é")] {
+        for method in ["ping", "orders/teleport"] {
+            let http = server.rpc("owner", &json!({ "jsonrpc": "2.0", "id": id, "method": method })).await;
+            assert_eq!(http.status, 200, "{}", http.text);
+            assert_eq!(http.json["id"], id, "{method}: {}", http.text);
+            assert!(http.header("content-type").is_some_and(|c| c.starts_with("application/json")));
+        }
+    }
+}
+
 // PROTO-2
 #[tokio::test(flavor = "multi_thread")]
 async fn malformed_requests_get_json_rpc_errors_never_a_5xx() {
