@@ -82,3 +82,18 @@ Feature: The MCP transport and JSON-RPC, as any MCP server speaks them
     And a session of their own, if the server keeps sessions
     When they list the tools in a session the server never gave
     Then the request is refused with a 4xx and not served
+
+  @PROTO-1 @needs-http
+  Scenario Outline: A 2026-07-28 request whose headers disagree with its body is refused with 400: <case>
+    Given the persona "owner"
+    And the server serves protocol version 2026-07-28
+    When they send a 2026-07-28 tools/call request with <case>
+    Then the request is refused with HTTP 400 and not served
+
+    Examples:
+      | case                                                  |
+      | an Mcp-Method header naming another method            |
+      | no Mcp-Method header                                  |
+      | an Mcp-Name header naming another tool                |
+      | no Mcp-Name header                                    |
+      | an MCP-Protocol-Version header naming another version |

@@ -259,6 +259,40 @@ impl McpClient {
         self.post("raw", body, rpc_id, extra).await
     }
 
+    /// A request of the stateless revision 2026-07-28: no session, the version and the client's
+    /// capabilities in `params._meta`, and the headers that mirror the body (`MCP-Protocol-Version`,
+    /// `Mcp-Method`, `Mcp-Name` for a named target) — each replaced or removed (empty value) by
+    /// `overrides`, to see the server notice.
+    pub async fn request_2026(
+        &mut self,
+        method: &str,
+        mut params: Value,
+        overrides: &[(&str, &str)],
+    ) -> Exchange {
+        const VERSION: &str = "2026-07-28";
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let mut headers =
+            vec![("mcp-protocol-version", VERSION.to_owned()), ("mcp-method", method.to_owned())];
+        if let Some(name) = params.get("name").and_then(Value::as_str) {
+            headers.push(("mcp-name", name.to_owned()));
+        }
+        for (name, value) in overrides {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+            if !value.is_empty() {
+                headers.push((name, (*value).to_owned()));
+            }
+        }
+        let extra: Vec<(String, String)> = headers.into_iter().map(|(n, v)| (n.to_owned(), v)).collect();
+        let id = self.take_id();
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let mut ex = self.post(method, serde_json::to_vec(&body).unwrap_or_default(), Some(id), &extra).await;
+        ex.tool = (method == "tools/call").then(|| params_tool(&body)).flatten();
+        ex
+    }
+
     /// The next JSON-RPC id, for raw bodies that want an answer.
     pub fn take_id(&mut self) -> u64 {
         // Sessions of a persona share its process over stdio: ids must not collide there.

@@ -25,6 +25,7 @@ named_modes! {
         OldProtocolOnly = "old-protocol-only", "PROTO-1", "serves only protocol version 2025-03-26";
         VersionEchoed = "version-echoed", "PROTO-1", "initialize agrees to any protocol version a client asks for";
         VersionHeaderIgnored = "version-header-ignored", "PROTO-1", "a request whose MCP-Protocol-Version header names an unsupported version is served";
+        MirrorHeadersIgnored = "mirror-headers-ignored", "PROTO-1", "2026-07-28 requests are served whatever their Mcp-Method and Mcp-Name headers say";
         NotificationAnswered = "notification-answered", "PROTO-1", "a notification is answered with HTTP 200 and a body, not 202 and none";
         AnswerMislabelled = "answer-mislabelled", "PROTO-1", "JSON answers are labelled text/plain";
         ZeroIdDropped = "zero-id-dropped", "PROTO-2", "a request with id 0 is answered with id null";
@@ -467,9 +468,24 @@ impl Defects {
         vec![V::V_2025_06_18, V::V_2025_11_25, V::V_2026_07_28]
     }
 
-    /// The request headers rmcp reads, as a defect leaves them: `version-header-ignored` drops an
-    /// `MCP-Protocol-Version` naming a version the server does not serve, so rmcp never sees it.
-    pub fn request_headers(&self, headers: &mut HeaderMap) {
+    /// The headers of a posted `body` as rmcp will read them, as a defect leaves them:
+    /// `version-header-ignored` drops an `MCP-Protocol-Version` naming a version the server
+    /// does not serve; `mirror-headers-ignored` makes `Mcp-Method` and `Mcp-Name` say what the
+    /// body says, so rmcp never sees them disagree.
+    pub fn request_headers(&self, headers: &mut HeaderMap, body: &[u8]) {
+        if self.has(Defect::MirrorHeadersIgnored)
+            && let Ok(message) = serde_json::from_slice::<Value>(body)
+        {
+            let method =
+                message.get("method").and_then(Value::as_str).and_then(|m| HeaderValue::from_str(m).ok());
+            if let Some(method) = method {
+                headers.insert("mcp-method", method);
+            }
+            let name = message.pointer("/params/name").and_then(Value::as_str);
+            if let Some(name) = name.and_then(|n| HeaderValue::from_str(n).ok()) {
+                headers.insert("mcp-name", name);
+            }
+        }
         if !self.has(Defect::VersionHeaderIgnored) {
             return;
         }

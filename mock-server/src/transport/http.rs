@@ -89,7 +89,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     };
     let mut posted = None;
     if request.method() == axum::http::Method::POST {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, app.defects.body_limit()).await {
             Ok(bytes) => bytes,
             Err(e) => return body_refusal(BodyError::of(&e)),
@@ -100,9 +100,9 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         if json_content(&parts.headers) || app.defects.rewrites_answers() {
             posted = Some(bytes.clone());
         }
+        app.defects.request_headers(&mut parts.headers, &bytes);
         request = Request::from_parts(parts, Body::from(bytes));
     }
-    app.defects.request_headers(request.headers_mut());
     request.extensions_mut().insert(principal);
     request.extensions_mut().insert(RequestId(request_id.to_owned()));
     let response = next.run(request).await;

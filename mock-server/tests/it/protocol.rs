@@ -70,7 +70,8 @@ async fn version_negotiation_and_the_transports_answers() {
     assert!(chataigne_contract::PROTOCOL_VERSIONS.contains(&offered.as_str()), "{answer}");
 
     let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }).to_string();
-    let http = server.post_mcp(&[("authorization", &auth), ("mcp-protocol-version", "1999-01-01")], list).await;
+    let http =
+        server.post_mcp(&[("authorization", &auth), ("mcp-protocol-version", "1999-01-01")], list).await;
     assert_eq!(http.status, 400, "{}", http.text);
     assert!(http.json.get("result").is_none(), "{}", http.text);
 

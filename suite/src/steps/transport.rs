@@ -288,3 +288,58 @@ async fn refused_any_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         Err(w.fail("an HTTP 4xx with no JSON-RPC result", ex.summary()))
     }
 }
+
+/// The 2026-07-28 revision is the server's to serve: `server/discover` says whether it does. One
+/// call whose headers mirror its body must then be served, so the refusals that follow are the
+/// server reading the headers, not refusing everything.
+#[given("the server serves protocol version 2026-07-28")]
+async fn serves_2026(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let discover = client.request_2026("server/discover", json!({}), &[]).await;
+    let served = discover.result().is_some();
+    let summary = discover.summary();
+    w.record(discover);
+    if !served {
+        return Err(w.not_applicable(format!(
+            "the server does not serve protocol version 2026-07-28 (server/discover: {})",
+            crate::client::cut(&summary, 160)
+        )));
+    }
+    let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
+    let ex = client
+        .request_2026(
+            "tools/call",
+            json!({ "name": "get_restaurant", "arguments": { "restaurant_id": restaurant } }),
+            &[],
+        )
+        .await;
+    let ok = ex.result().is_some();
+    w.record(ex);
+    w.own_session = Some(client);
+    if ok {
+        Ok(())
+    } else {
+        Err(w.fail("a 2026-07-28 tools/call whose headers mirror its body, served", w.last()?.summary()))
+    }
+}
+
+/// Streamable HTTP (2026-07-28), "Standard Headers": `Mcp-Method` on every request, `Mcp-Name`
+/// on a named target, `MCP-Protocol-Version` agreeing with `_meta`; missing or disagreeing → 400.
+#[when(
+    regex = r"^they send a 2026-07-28 tools/call request with (an Mcp-Method header naming another method|no Mcp-Method header|an Mcp-Name header naming another tool|no Mcp-Name header|an MCP-Protocol-Version header naming another version)$"
+)]
+async fn send_2026_with(w: &mut ConformanceWorld, case: String) -> anyhow::Result<()> {
+    let overrides: &[(&str, &str)] = match case.as_str() {
+        "an Mcp-Method header naming another method" => &[("mcp-method", "tools/list")],
+        "no Mcp-Method header" => &[("mcp-method", "")],
+        "an Mcp-Name header naming another tool" => &[("mcp-name", "list_orders")],
+        "no Mcp-Name header" => &[("mcp-name", "")],
+        _ => &[("mcp-protocol-version", "2025-11-25")],
+    };
+    let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
+    let client = w.own_session.as_mut().ok_or_else(|| anyhow!("no 2026-07-28 client yet"))?;
+    let params = json!({ "name": "get_restaurant", "arguments": { "restaurant_id": restaurant } });
+    let ex = client.request_2026("tools/call", params, overrides).await;
+    w.record(ex);
+    Ok(())
+}
