@@ -323,6 +323,7 @@ mod tests {
             ext_differences: Vec::new(),
             request_ids: Vec::new(),
             not_applicable: false,
+            cut_short: false,
             tags: vec![clause.to_owned()],
         }
     }

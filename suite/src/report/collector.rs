@@ -12,7 +12,7 @@ use cucumber::gherkin;
 use cucumber::writer::{self, Basic, JUnit, Json, Summarize};
 use cucumber::{Event, Writer, parser};
 
-use super::{Finding, ScenarioResult, Status};
+use super::{Finding, Halt, ScenarioResult, Status};
 use crate::context::Capabilities;
 use crate::features::ALLOW_SKIPPED;
 use crate::world::ConformanceWorld;
@@ -126,21 +126,25 @@ impl Collector {
                     ext_differences: Vec::new(),
                     request_ids: Vec::new(),
                     not_applicable: false,
+                    cut_short: false,
                     tags,
                 };
                 self.running.insert(key, result);
             }
-            event::Scenario::Step(step, event::Step::Failed(_, _, _, err))
-            | event::Scenario::Background(step, event::Step::Failed(_, _, _, err)) => {
+            event::Scenario::Step(step, event::Step::Failed(_, _, world, err))
+            | event::Scenario::Background(step, event::Step::Failed(_, _, world, err)) => {
                 if let Some(r) = self.running.get_mut(&key) {
                     let message = step_error(err);
-                    // A step that could not read what it needs from another data shape blocks
-                    // the scenario's clauses on ENV-7 instead of failing them.
-                    let blocked = message.starts_with(crate::world::BLOCKED_BY_SHAPE);
-                    let out_of_time = message.starts_with(crate::world::DEADLINE_PASSED);
+                    // What the step said about why it stopped (typed, never read from the
+                    // message): a step that could not read what it needs from another data
+                    // shape blocks the scenario's clauses on ENV-7 instead of failing them.
+                    let halt = world.as_ref().and_then(|w| w.halt.get().copied());
+                    let blocked = halt == Some(Halt::Blocked);
+                    let out_of_time = halt == Some(Halt::OutOfTime);
                     if out_of_time && r.status == Status::Passed {
                         // Not checked, so not a verdict on the server: skipped, with the reason.
                         r.status = Status::Skipped;
+                        r.cut_short = true;
                         r.skip_reason = Some(format!("{} before it ran", crate::world::DEADLINE_PASSED));
                         return;
                     }

@@ -145,6 +145,16 @@ impl ClauseResult {
     }
 }
 
+/// Why a step stopped its scenario without a verdict on the server, set by the step itself
+/// (`ConformanceWorld::halt`) and read by the collector: never told from a message's wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    /// The answer's `data` has another shape than the contract's: the clauses are blocked by ENV-7.
+    Blocked,
+    /// The run's deadline passed before the step could send: skipped, and the run cut short.
+    OutOfTime,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioResult {
     pub feature: String,
@@ -170,6 +180,9 @@ pub struct ScenarioResult {
     /// like the stdio half of a clause, it does not hold back a clause whose other scenarios passed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub not_applicable: bool,
+    /// Not run because the run's deadline passed ([`Halt::OutOfTime`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
     #[serde(skip)]
     pub tags: Vec<String>,
 }
@@ -237,12 +250,7 @@ impl Report {
         if header.require_all && summary.skipped + summary.not_run > 0 {
             summary.certified = false;
         }
-        let cut_short = scenarios
-            .iter()
-            .filter(|s| {
-                s.skip_reason.as_deref().is_some_and(|r| r.starts_with(crate::world::DEADLINE_PASSED))
-            })
-            .count();
+        let cut_short = scenarios.iter().filter(|s| s.cut_short).count();
         if cut_short > 0 {
             summary.certified = false;
             summary.interrupted = Some(format!(

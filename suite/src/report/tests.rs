@@ -13,6 +13,7 @@ fn scenario(name: &str, tags: &[&str], status: Status) -> ScenarioResult {
         ext_differences: Vec::new(),
         request_ids: vec!["req_0123456789abcdef".to_owned()],
         not_applicable: false,
+        cut_short: false,
         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
     }
 }

@@ -25,6 +25,7 @@ fn failed(name: &str, tag: &str, message: String) -> ScenarioResult {
         ext_differences: Vec::new(),
         request_ids: vec!["req_00000000000000000000000001".to_owned()],
         not_applicable: false,
+        cut_short: false,
         tags: vec![tag.to_owned()],
     }
 }
