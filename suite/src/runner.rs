@@ -100,11 +100,7 @@ where
         let personas = Arc::clone(&personas);
         move |feature, rule, scenario| {
             let needs = scenario_needs(feature, rule, scenario, &personas);
-            if needs.resources.get("server") == Some(&true) {
-                ScenarioType::Serial
-            } else {
-                ScenarioType::Concurrent
-            }
+            if needs.whole_server() { ScenarioType::Serial } else { ScenarioType::Concurrent }
         }
     })
     .before(move |feature, rule, scenario, world| {
@@ -114,7 +110,7 @@ where
             let tags = crate::features::scenario_tags(feature, rule, scenario);
             // Wait until no conflicting scenario runs (crate::schedule).
             let needs = scenario_needs(feature, rule, scenario, &personas);
-            world.whole_server = needs.resources.get("server") == Some(&true);
+            world.whole_server = needs.whole_server();
             world.held = Some(locks.acquire(&needs).await);
             world.install(ctx, &scenario.name, &tags);
             world.deadline = Some(deadline);

@@ -19,11 +19,19 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock};
 
+/// Something scenarios share: the whole server (through the control API) or one persona's rate
+/// windows. Ordered, so every scenario takes its locks in the same order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resource {
+    Server,
+    Persona(String),
+}
+
 /// What a scenario touches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Needs {
-    /// Resource name → exclusive?
-    pub resources: BTreeMap<String, bool>,
+    /// Resource → exclusive?
+    pub resources: BTreeMap<Resource, bool>,
 }
 
 /// Tags that change the whole server through the control API.
@@ -36,23 +44,28 @@ impl Needs {
         let exhausts_rates = tags.iter().any(|t| t == "LIM-2");
         let whole_server = tags.iter().any(|t| t.starts_with(WHOLE_SERVER_TAG))
             || steps.iter().any(|s| s.contains("a fresh server state"));
-        resources.insert("server".to_owned(), whole_server);
+        resources.insert(Resource::Server, whole_server);
         // A matrix step acts as every persona of the dataset (`steps::matrices`).
         let every_persona = steps.iter().any(|s| s.contains("every persona"));
         for persona in personas {
             let quoted = format!("\"{persona}\"");
             if every_persona || steps.iter().any(|s| s.contains(&quoted)) {
-                resources.insert(format!("persona:{persona}"), exhausts_rates);
+                resources.insert(Resource::Persona(persona.clone()), exhausts_rates);
             }
         }
         Needs { resources }
+    }
+
+    /// It changes the whole server: it runs alone (cucumber's serial phase) and resets after.
+    pub fn whole_server(&self) -> bool {
+        self.resources.get(&Resource::Server) == Some(&true)
     }
 }
 
 /// The run's locks, one per resource, created on first use.
 #[derive(Debug, Default)]
 pub struct Locks {
-    locks: Mutex<BTreeMap<String, Arc<RwLock<()>>>>,
+    locks: Mutex<BTreeMap<Resource, Arc<RwLock<()>>>>,
 }
 
 /// What a running scenario holds; dropping it lets conflicting scenarios go.
@@ -63,17 +76,17 @@ pub struct Held {
 }
 
 impl Locks {
-    fn lock(&self, name: &str) -> Arc<RwLock<()>> {
+    fn lock(&self, resource: &Resource) -> Arc<RwLock<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(locks.entry(name.to_owned()).or_default())
+        Arc::clone(locks.entry(resource.clone()).or_default())
     }
 
     /// Waits until nothing conflicting runs. Locks are taken in name order (a `BTreeMap`), the
     /// same for every scenario, so two scenarios can never wait on each other.
     pub async fn acquire(&self, needs: &Needs) -> Held {
         let mut held = Held::default();
-        for (name, exclusive) in &needs.resources {
-            let lock = self.lock(name);
+        for (resource, exclusive) in &needs.resources {
+            let lock = self.lock(resource);
             if *exclusive {
                 held._write.push(lock.write_owned().await);
             } else {
@@ -111,23 +124,27 @@ mod tests {
     fn needs_follow_tags_and_steps() {
         let personas = strings(&["owner", "viewer", "owner_second_client"]);
         let n = Needs::of(&strings(&["LIM-2"]), &strings(&["Given the persona \"viewer\""]), &personas);
-        assert_eq!(n.resources.get("persona:viewer"), Some(&true));
-        assert_eq!(n.resources.get("persona:owner"), None, "owner is not \"owner_second_client\"");
-        assert_eq!(n.resources.get("server"), Some(&false));
+        assert_eq!(n.resources.get(&Resource::Persona("viewer".into())), Some(&true));
+        assert_eq!(
+            n.resources.get(&Resource::Persona("owner".into())),
+            None,
+            "owner is not \"owner_second_client\""
+        );
+        assert_eq!(n.resources.get(&Resource::Server), Some(&false));
         let n = Needs::of(
             &strings(&["needs-control-faults"]),
             &strings(&["Given the persona \"owner\""]),
             &personas,
         );
-        assert_eq!(n.resources.get("server"), Some(&true));
-        assert_eq!(n.resources.get("persona:owner"), Some(&false));
+        assert_eq!(n.resources.get(&Resource::Server), Some(&true));
+        assert_eq!(n.resources.get(&Resource::Persona("owner".into())), Some(&false));
     }
 
     #[tokio::test]
     async fn an_exclusive_scenario_waits_for_the_shared_ones_and_blocks_new_ones() {
         let locks = Arc::new(Locks::default());
-        let shared = Needs { resources: [("server".to_owned(), false)].into() };
-        let exclusive = Needs { resources: [("server".to_owned(), true)].into() };
+        let shared = Needs { resources: [(Resource::Server, false)].into() };
+        let exclusive = Needs { resources: [(Resource::Server, true)].into() };
         let a = locks.acquire(&shared).await;
         let b = locks.acquire(&shared).await; // shared with shared: no wait
         let l2 = Arc::clone(&locks);
