@@ -6,7 +6,6 @@
 use std::fs::File;
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Parser as _;
@@ -14,8 +13,10 @@ use clap::Parser as _;
 use crate::context::RunOptions;
 use crate::features::FeatureSource;
 use crate::profile::{self, Profile};
-use crate::report::{self, Report};
-use crate::runner::{CucumberOpts, Outputs, run_features};
+use crate::report;
+use crate::report::create_parent;
+use crate::runner::{CucumberOpts, Outputs};
+pub use crate::runner::{Outcome, run_profile};
 
 #[derive(clap::Parser)]
 #[command(
@@ -114,23 +115,6 @@ pub struct RunArgs {
     /// The folder of .feature files [default: the built-in copies of this version's features/]
     #[arg(long, value_name = "DIR")]
     pub features: Option<PathBuf>,
-}
-
-/// What a run came to.
-#[derive(Debug)]
-pub struct Outcome {
-    pub code: u8,
-    /// The one-line reason of an exit code 2.
-    pub error: Option<String>,
-    pub report: Option<Report>,
-}
-
-impl Outcome {
-    pub(crate) fn config_error(e: anyhow::Error) -> Outcome {
-        // One line: the chain joined, newlines folded.
-        let text = format!("{e:#}").replace('\n', " ");
-        Outcome { code: 2, error: Some(text), report: None }
-    }
 }
 
 /// The binary's entry point.
@@ -356,81 +340,6 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
         return Ok(Outcome { code: 2, error, report: Some(report) });
     }
     Ok(Outcome { code: report.exit_code(args.require_all), error: None, report: Some(report) })
-}
-
-/// Preflight, then the features, on a runtime of their own. `Err`: exit code 2.
-pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
-    profile: Profile,
-    options: RunOptions,
-    source: FeatureSource,
-    opts: CucumberOpts<Custom>,
-    outputs: Outputs<Out>,
-) -> anyhow::Result<Report> {
-    // cucumber's run future is !Send: one thread, one current-thread runtime.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let mut ctx = runtime.block_on(crate::preflight::prepare(profile))?;
-    ctx.options = options;
-    let header = crate::report::ReportHeader {
-        endpoint: ctx.endpoint.clone(),
-        features: source.describe(),
-        capabilities: ctx.capabilities.clone(),
-        level: ctx.profile.level,
-        require_all: options.require_all,
-    };
-    if let Some(fault) = &ctx.broken_protocol {
-        let report = Report::protocol_broken(header, fault.clause, &fault.detail);
-        let mut console = outputs.console;
-        for line in report::verdict_lines(&report) {
-            let _ = writeln!(console, "{line}");
-        }
-        let _ = writeln!(console, "{}", fault.detail);
-        return Ok(report);
-    }
-    if !options.run_anyway
-        && let Some(reason) = not_a_contract_server(&ctx)
-    {
-        // Hundreds of failed scenarios would say less than one line.
-        let report = Report::not_a_contract_server(header, &reason);
-        let mut console = outputs.console;
-        for line in report::verdict_lines(&report) {
-            let _ = writeln!(console, "{line}");
-        }
-        let _ = writeln!(console, "(--run-anyway runs every scenario all the same)");
-        return Ok(report);
-    }
-    Ok(runtime.block_on(run_features(Arc::new(ctx), source, opts, outputs)))
-}
-
-/// Why the server is not a Chataigne server at all, if it lists under half of the contract's
-/// tools (a typo in one name is a PROTO-3/ABS-1 failure among others, not this).
-fn not_a_contract_server(ctx: &crate::context::RunContext) -> Option<String> {
-    use chataigne_contract::ToolName;
-    let listed: Vec<&str> = ctx
-        .published
-        .tools
-        .iter()
-        .filter_map(|t| t.get("name").and_then(serde_json::Value::as_str))
-        .collect();
-    let missing: Vec<&str> =
-        ToolName::ALL.iter().map(|t| t.as_str()).filter(|t| !listed.contains(t)).collect();
-    (missing.len() * 2 > ToolName::ALL.len()).then(|| {
-        format!(
-            "not a Chataigne server: tools/list lacks {} of the contract's {} tools ({})",
-            missing.len(),
-            ToolName::ALL.len(),
-            missing.join(", ")
-        )
-    })
-}
-
-pub(crate) fn create_parent(path: &Path) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    Ok(())
 }
 
 fn create_output(path: Option<&Path>) -> anyhow::Result<Option<File>> {

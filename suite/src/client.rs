@@ -14,6 +14,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::stdio::StdioConnection;
+pub use crate::text::{compact, cut};
 
 /// The protocol version the suite asks for by default (PROTO-1).
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -762,23 +763,6 @@ impl Exchange {
         let _ = write!(out, "request_id: {}", self.request_id().unwrap_or("(none)"));
         out
     }
-}
-
-/// Serialized JSON, cut to `max` bytes.
-pub fn compact(value: &Value, max: usize) -> String {
-    cut(&value.to_string(), max)
-}
-
-/// `text` cut to at most `max` bytes on a character boundary, saying how much was left out.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} more bytes)", &text[..end], text.len() - end)
 }
 
 #[cfg(test)]

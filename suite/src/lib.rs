@@ -27,4 +27,5 @@ pub mod self_test;
 pub mod shape;
 pub mod stdio;
 pub mod steps;
+pub mod text;
 pub mod world;

@@ -48,7 +48,7 @@ pub struct Profile {
     /// What the exit status certifies: `seed` (default) or `full` (also this project's
     /// extensions and the reference server's choices).
     #[serde(default)]
-    pub level: crate::report::Level,
+    pub level: Level,
     /// The whole run's limit in seconds: past it nothing more is sent, the scenarios left are
     /// reported skipped and the run ends with exit code 2 (reports written).
     #[serde(default = "default_deadline")]
@@ -252,6 +252,28 @@ fn map_strings(value: &Value, map: &BTreeMap<String, String>) -> Value {
             Value::Object(fields.iter().map(|(k, v)| (k.clone(), map_strings(v, map))).collect())
         }
         other => other.clone(),
+    }
+}
+
+/// What a run certifies. `Seed`: what the seed contract requires; a server that makes another
+/// choice the seed allows passes. `Full`: also this project's extensions and the reference
+/// server's choices (the reference server passes it).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    #[default]
+    Seed,
+    Full,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Seed => "seed",
+            Level::Full => "full",
+        }
     }
 }
 

@@ -7,14 +7,16 @@ use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use cucumber::runner::ScenarioType;
 use cucumber::{ArbitraryWriter as _, Cucumber, World as _, WriterExt as _, cli, writer};
 use futures::FutureExt as _;
 
-use crate::context::RunContext;
+use crate::context::{RunContext, RunOptions};
 use crate::features::{ALLOW_SKIPPED, FeatureParser, FeatureSource};
+use crate::profile::Profile;
 use crate::report::{
-    Collector, Finding, Report, ReportHeader, Reporter, RunLog, ScenarioExtras, scenario_key,
+    self, Collector, Finding, Report, ReportHeader, Reporter, RunLog, ScenarioExtras, scenario_key,
 };
 use crate::world::ConformanceWorld;
 
@@ -239,4 +241,89 @@ where
     let report = Report::build(&scenarios, &findings, header, parse_errors);
     writer.write(crate::report::console_matrix(&report)).await;
     report
+}
+
+/// What a run came to.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: u8,
+    /// The one-line reason of an exit code 2.
+    pub error: Option<String>,
+    pub report: Option<Report>,
+}
+
+impl Outcome {
+    pub(crate) fn config_error(e: anyhow::Error) -> Outcome {
+        // One line: the chain joined, newlines folded.
+        let text = format!("{e:#}").replace('\n', " ");
+        Outcome { code: 2, error: Some(text), report: None }
+    }
+}
+
+/// Preflight, then the features, on a runtime of their own. `Err`: exit code 2.
+pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
+    profile: Profile,
+    options: RunOptions,
+    source: FeatureSource,
+    opts: CucumberOpts<Custom>,
+    outputs: Outputs<Out>,
+) -> anyhow::Result<Report> {
+    // cucumber's run future is !Send: one thread, one current-thread runtime.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let mut ctx = runtime.block_on(crate::preflight::prepare(profile))?;
+    ctx.options = options;
+    let header = crate::report::ReportHeader {
+        endpoint: ctx.endpoint.clone(),
+        features: source.describe(),
+        capabilities: ctx.capabilities.clone(),
+        level: ctx.profile.level,
+        require_all: options.require_all,
+    };
+    if let Some(fault) = &ctx.broken_protocol {
+        let report = Report::protocol_broken(header, fault.clause, &fault.detail);
+        let mut console = outputs.console;
+        for line in report::verdict_lines(&report) {
+            let _ = writeln!(console, "{line}");
+        }
+        let _ = writeln!(console, "{}", fault.detail);
+        return Ok(report);
+    }
+    if !options.run_anyway
+        && let Some(reason) = not_a_contract_server(&ctx)
+    {
+        // Hundreds of failed scenarios would say less than one line.
+        let report = Report::not_a_contract_server(header, &reason);
+        let mut console = outputs.console;
+        for line in report::verdict_lines(&report) {
+            let _ = writeln!(console, "{line}");
+        }
+        let _ = writeln!(console, "(--run-anyway runs every scenario all the same)");
+        return Ok(report);
+    }
+    Ok(runtime.block_on(run_features(Arc::new(ctx), source, opts, outputs)))
+}
+
+/// Why the server is not a Chataigne server at all, if it lists under half of the contract's
+/// tools (a typo in one name is a PROTO-3/ABS-1 failure among others, not this).
+fn not_a_contract_server(ctx: &crate::context::RunContext) -> Option<String> {
+    use chataigne_contract::ToolName;
+    let listed: Vec<&str> = ctx
+        .published
+        .tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(serde_json::Value::as_str))
+        .collect();
+    let missing: Vec<&str> =
+        ToolName::ALL.iter().map(|t| t.as_str()).filter(|t| !listed.contains(t)).collect();
+    (missing.len() * 2 > ToolName::ALL.len()).then(|| {
+        format!(
+            "not a Chataigne server: tools/list lacks {} of the contract's {} tools ({})",
+            missing.len(),
+            ToolName::ALL.len(),
+            missing.join(", ")
+        )
+    })
 }

@@ -8,9 +8,9 @@
 use std::io;
 use std::path::Path;
 
-use crate::cli::Outcome;
 #[cfg(feature = "embedded")]
 use crate::report::{Report, Status};
+use crate::runner::Outcome;
 
 #[cfg(not(feature = "embedded"))]
 pub fn run<Out: io::Write + 'static>(
@@ -35,7 +35,7 @@ pub fn run<Out: io::Write + 'static>(
     use crate::features::FeatureSource;
 
     if let Some(path) = markdown {
-        crate::cli::create_parent(path)?;
+        crate::report::create_parent(path)?;
     }
     let source = FeatureSource::choose(features);
     let run_profile = |profile: crate::profile::Profile,
@@ -48,7 +48,7 @@ pub fn run<Out: io::Write + 'static>(
         }
         let opts = <crate::runner::CucumberOpts<cucumber::cli::Empty> as clap::Parser>::try_parse_from(argv)?;
         let outputs = crate::runner::Outputs { console: io::sink(), junit: None, cucumber_json: None };
-        crate::cli::run_profile(profile, options, source.clone(), opts, outputs)
+        crate::runner::run_profile(profile, options, source.clone(), opts, outputs)
     };
     let run_with = |defects: &[mock_server::Defect], tags: Option<&str>| -> anyhow::Result<Report> {
         let (_server, mut profile) = crate::embedded::start(defects, &[])?;

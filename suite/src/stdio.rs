@@ -170,7 +170,7 @@ async fn read_answers<R: tokio::io::AsyncBufRead + Unpin>(reader: R, pending: Ar
                         continue;
                     }
                     let mut p = pending.lock().unwrap_or_else(|e| e.into_inner());
-                    p.noise = Some(crate::client::cut(&line, 120));
+                    p.noise = Some(crate::text::cut(&line, 120));
                     // Dropping the senders wakes the waiters: they report the noise.
                     p.by_id.clear();
                     p.any.clear();

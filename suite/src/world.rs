@@ -68,7 +68,7 @@ pub struct ConformanceWorld {
     pub own_session: Option<McpClient>,
     /// Why a step stopped the scenario without a verdict (blocked by ENV-7, out of time), set
     /// where the error is made so the report never reads it from the message.
-    pub halt: std::sync::OnceLock<crate::report::Halt>,
+    pub halt: std::sync::OnceLock<Halt>,
     /// When the whole run must end (`--deadline`): no call is sent after it.
     pub deadline: Option<std::time::Instant>,
     /// Bytes of answers held in `history` (see [`HISTORY_BUDGET_BYTES`]).
@@ -154,13 +154,23 @@ impl fmt::Debug for ConformanceWorld {
     }
 }
 
+/// Why a step stopped its scenario without a verdict on the server, set by the step itself
+/// ([`ConformanceWorld::halt`]) and read by the collector: never told from a message's wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    /// The answer's `data` has another shape than the contract's: the clauses are blocked by ENV-7.
+    Blocked,
+    /// The run's deadline passed before the step could send: skipped, and the run cut short.
+    OutOfTime,
+}
+
 /// How a failure message starts when the run's deadline stopped a step (for people: the report
-/// knows from [`crate::report::Halt::OutOfTime`]); the scenario is skipped for that reason.
+/// knows from [`Halt::OutOfTime`]); the scenario is skipped for that reason.
 pub const DEADLINE_PASSED: &str = "the run's deadline passed";
 
 /// How a failure message starts when a step cannot read the state it needs because the answer's
 /// `data` has another shape than the contract's (for people: the report knows from
-/// [`crate::report::Halt::Blocked`]); its clauses are blocked by ENV-7, not failed.
+/// [`Halt::Blocked`]); its clauses are blocked by ENV-7, not failed.
 pub const BLOCKED_BY_SHAPE: &str = "blocked by ENV-7";
 
 /// The answers a scenario keeps in memory: past it the oldest are dropped (the checks every
@@ -205,7 +215,7 @@ impl ConformanceWorld {
     pub fn check_deadline(&self) -> anyhow::Result<()> {
         match self.deadline {
             Some(deadline) if std::time::Instant::now() >= deadline => {
-                let _ = self.halt.set(crate::report::Halt::OutOfTime);
+                let _ = self.halt.set(Halt::OutOfTime);
                 Err(anyhow!("{DEADLINE_PASSED} (--deadline): nothing more is sent to the server"))
             }
             _ => Ok(()),
@@ -556,7 +566,7 @@ impl ConformanceWorld {
         let path = format!("data{}", pointer.replace('/', "."));
         let tool = self.history.last().and_then(|e| e.tool.clone()).unwrap_or_else(|| "tool".to_owned());
         let exchange = self.history.last().map(Exchange::describe).unwrap_or_default();
-        let _ = self.halt.set(crate::report::Halt::Blocked);
+        let _ = self.halt.set(Halt::Blocked);
         anyhow!(
             "{BLOCKED_BY_SHAPE}: the {tool} answer has no `{path}` (the contract's data shape, see ENV-7)\n{exchange}"
         )

@@ -46,24 +46,17 @@ impl Status {
     }
 }
 
-/// What a run certifies. `Seed`: what the seed contract requires; a server that makes another
-/// choice the seed allows passes. `Full`: also this project's extensions and the reference
-/// server's choices (the reference server passes it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Level {
-    #[default]
-    Seed,
-    Full,
-}
+pub use crate::profile::Level;
+pub use crate::world::Halt;
 
-impl Level {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Seed => "seed",
-            Level::Full => "full",
-        }
+/// Create the directory a report file goes in, if it has one.
+pub fn create_parent(path: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        anyhow::Context::with_context(std::fs::create_dir_all(dir), || {
+            format!("cannot create {}", dir.display())
+        })?;
     }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -143,16 +136,6 @@ impl ClauseResult {
     pub fn required_at(&self, level: Level) -> bool {
         level == Level::Full || !self.ext()
     }
-}
-
-/// Why a step stopped its scenario without a verdict on the server, set by the step itself
-/// (`ConformanceWorld::halt`) and read by the collector: never told from a message's wording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Halt {
-    /// The answer's `data` has another shape than the contract's: the clauses are blocked by ENV-7.
-    Blocked,
-    /// The run's deadline passed before the step could send: skipped, and the run cut short.
-    OutOfTime,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,0 +1,21 @@
+//! Text for people: answers and values cut to a size a failure message can show. A leaf module,
+//! so the client and the stdio transport share it without depending on each other.
+
+use serde_json::Value;
+
+/// Serialized JSON, cut to `max` bytes.
+pub fn compact(value: &Value, max: usize) -> String {
+    cut(&value.to_string(), max)
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, saying how much was left out.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &text[..end], text.len() - end)
+}
