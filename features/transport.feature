@@ -16,7 +16,8 @@ Feature: The MCP transport and JSON-RPC, as any MCP server speaks them
     When they send the JSON-RPC request "tools/list" with the header "MCP-Protocol-Version" set to "1999-01-01"
     Then the request is refused with HTTP 400 and not served
 
-  @PROTO-2
+  # Over HTTP: the suite's stdio connection pairs answers with requests by its own numeric ids.
+  @PROTO-2 @needs-http
   Scenario Outline: The answer carries the request's id with its type: <id>
     # 0 is falsy and "42" looks like a number: the ids a loose implementation gets wrong.
     Given the persona "owner"
@@ -30,7 +31,7 @@ Feature: The MCP transport and JSON-RPC, as any MCP server speaks them
       | "42"         |
       | "chataigne-é" |
 
-  @PROTO-2
+  @PROTO-2 @needs-http
   Scenario: An error answer carries the request's id
     Given the persona "owner"
     When they send the JSON-RPC request "orders/teleport" with the id "teleport-1"
