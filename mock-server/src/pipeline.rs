@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::dev::defects::Defect;
 use crate::dev::faults::FaultError;
 use crate::error::ToolError;
 use crate::state::idempotency::{Claim, Fingerprint, Owner, Slot, StoreError};
@@ -77,7 +76,7 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
 
 /// Steps 5–7: scope, resource ownership and membership, role.
 fn authorize(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> Result<(), ToolError> {
-    let role = if app.defects.has(Defect::OwnershipBeforeScope) {
+    let role = if app.defects.access_before_scope() {
         let role = tools::access(app, principal, tool, args)?;
         scope(app, principal, tool)?;
         role

@@ -458,6 +458,48 @@ impl Defects {
         self.has(Defect::ReportLeaksArguments)
     }
 
+    // --- transport and pipeline: what the healthy layers ask, by name ---
+
+    /// PROTO-2: an unknown tool answered as an unknown method.
+    pub fn unknown_tool_as_method(&self) -> bool {
+        self.has(Defect::UnknownToolAsMethod)
+    }
+
+    /// PROTO-5: rmcp's Host check switched off.
+    pub fn host_unchecked(&self) -> bool {
+        self.has(Defect::HostUnchecked)
+    }
+
+    /// PROTO-5: the gate's Origin check switched off.
+    pub fn origin_unchecked(&self) -> bool {
+        self.has(Defect::OriginUnchecked)
+    }
+
+    /// ENV-2: no `x-request-id` header.
+    pub fn hides_request_id_header(&self) -> bool {
+        self.has(Defect::NoRequestIdHeader)
+    }
+
+    /// AUTH-1: a request without a token is served as the owner.
+    pub fn serves_anonymous_as_owner(&self) -> bool {
+        self.has(Defect::NoAuthentication)
+    }
+
+    /// AUTH-8: membership and role before scope.
+    pub fn access_before_scope(&self) -> bool {
+        self.has(Defect::OwnershipBeforeScope)
+    }
+
+    /// IDEM-8 and SEC-1: what the call log leaks on purpose, as (field, argument) pairs.
+    pub fn leaked_to_log(&self) -> &'static [(&'static str, &'static str)] {
+        match (self.has(Defect::RawKeyLogged), self.has(Defect::MessageTextLogged)) {
+            (true, true) => &[("idempotency_key", "idempotency_key"), ("text", "text"), ("query", "query")],
+            (true, false) => &[("idempotency_key", "idempotency_key")],
+            (false, true) => &[("text", "text"), ("query", "query")],
+            (false, false) => &[],
+        }
+    }
+
     // --- protocol ---
 
     pub fn protocol_versions(&self) -> Vec<rmcp::model::ProtocolVersion> {

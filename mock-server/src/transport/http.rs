@@ -19,7 +19,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::auth::{Principal, bearer};
-use crate::dev::defects::Defect;
 use crate::transport::mcp::{Handler, RequestId, new_request_id};
 use crate::transport::serve::BodyError;
 
@@ -42,7 +41,7 @@ pub fn routes(app: Arc<App>, ct: CancellationToken) -> Router {
         transport_config().with_cancellation_token(ct).with_max_request_body_bytes(app.defects.body_limit());
     config = match &app.config.allowed_hosts {
         None => config.disable_allowed_hosts(),
-        Some(_) if app.defects.has(Defect::HostUnchecked) => config.disable_allowed_hosts(),
+        Some(_) if app.defects.host_unchecked() => config.disable_allowed_hosts(),
         Some(extra) => {
             let hosts = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(extra.iter().cloned());
             config.with_allowed_hosts(hosts)
@@ -68,7 +67,7 @@ pub fn routes(app: Arc<App>, ct: CancellationToken) -> Router {
 async fn gate(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let request_id = new_request_id();
     let mut response = admit(&app, request, next, &request_id).await;
-    if !app.defects.has(Defect::NoRequestIdHeader)
+    if !app.defects.hides_request_id_header()
         && let Ok(value) = HeaderValue::from_str(&request_id)
     {
         response.headers_mut().insert("x-request-id", value);
@@ -152,7 +151,7 @@ fn body_refusal(error: BodyError) -> Response {
 }
 
 pub(crate) fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
-    app.defects.has(Defect::OriginUnchecked) || origin_ok(origin, &app.config.allowed_origins)
+    app.defects.origin_unchecked() || origin_ok(origin, &app.config.allowed_origins)
 }
 
 /// A loopback origin or one of `--allowed-origin`s.
@@ -218,7 +217,7 @@ fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
     let issued = |t: &str| app.oauth.check(t, &app.resource_url(), app.clock.now_ms());
     match token.and_then(|t| app.tokens.check(t).or_else(|| issued(t))) {
         Some(p) => Some(p),
-        None if app.defects.has(Defect::NoAuthentication) && token.is_none() => {
+        None if app.defects.serves_anonymous_as_owner() && token.is_none() => {
             app.tokens.check(&format!("{}owner", crate::DEV_TOKEN_PREFIX))
         }
         None => None,

@@ -23,7 +23,6 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::dev::defects::Defect;
 use crate::error::ToolError;
 use crate::pipeline::{self, Outcome, UnknownTool};
 use crate::reporting::Cause;
@@ -137,7 +136,7 @@ impl ServerHandler for Handler {
             self.run(principal.as_ref(), &request_id, &request.name, request.arguments).await;
         match outcome {
             Ok(outcome) => Ok(to_result(&self.app, &request_id, outcome, &args).into()),
-            Err(UnknownTool) if self.app.defects.has(Defect::UnknownToolAsMethod) => {
+            Err(UnknownTool) if self.app.defects.unknown_tool_as_method() => {
                 Err(ErrorData::new(RpcCode::METHOD_NOT_FOUND, "unknown tool", None))
             }
             // PROTO-2: the tool name is a parameter; the name is not echoed.
@@ -330,15 +329,10 @@ fn log_call(
     let latency_ms = started.elapsed().as_millis() as u64;
     let client_id = p.map_or("", |p| p.client_id.as_str());
     let user_id = p.map_or("", |p| p.user_id.as_str());
-    if app.defects.any() {
-        // The defect modes that leak on purpose, so the suite's canary check can catch them.
-        let leaked = |name: &str| args.get(name).and_then(Value::as_str).unwrap_or_default().to_owned();
-        if app.defects.has(Defect::RawKeyLogged) {
-            tracing::info!(request_id, idempotency_key = %leaked("idempotency_key"), "idempotency key");
-        }
-        if app.defects.has(Defect::MessageTextLogged) {
-            tracing::info!(request_id, text = %leaked("text"), query = %leaked("query"), "message text");
-        }
+    // The defect modes that leak on purpose, so the suite's canary check can catch them.
+    for (field, argument) in app.defects.leaked_to_log() {
+        let leaked = args.get(*argument).and_then(Value::as_str).unwrap_or_default();
+        tracing::info!(request_id, field, value = %leaked, "leaked on purpose (defect mode)");
     }
     tracing::info!(request_id, tool, client_id, user_id, outcome, latency_ms, "tool call");
 }
