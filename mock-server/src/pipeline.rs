@@ -156,7 +156,7 @@ async fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
         return Ok(None);
     };
     let app = &call.app;
-    let slot = app.defects.idempotency_slot(app, &call.principal, call.tool.as_str(), key);
+    let slot = app.defects.idempotency_slot(&app.keys, &call.principal, call.tool.as_str(), key);
     let fingerprint =
         app.defects.fingerprint(crate::canonical::digest_without(&call.args, &["idempotency_key"]));
     let now = app.defects.idempotency_now(app.clock.now_ms());

@@ -25,7 +25,6 @@ use sentry::protocol::{Breadcrumb, Event, Level, Values};
 use sentry::{ClientOptions, Hub, Scope, TransportFactory};
 use serde_json::Value;
 
-use crate::dev::defects::Defects;
 
 /// The only tags an event may carry, each with the form its value must have.
 fn allowed_tag(name: &str, value: &str) -> bool {
@@ -84,7 +83,9 @@ impl Reporter {
     }
 
     /// Reports to `dsn` over HTTP(S); `None` is off. An unparsable DSN is a startup error.
-    pub fn new(dsn: Option<&str>, defects: &Defects) -> anyhow::Result<Reporter> {
+    /// `leaks_arguments` is SEC-1's defect mode (`Defects::reports_arguments`): events carry the
+    /// call's arguments and nothing is scrubbed.
+    pub fn new(dsn: Option<&str>, leaks_arguments: bool) -> anyhow::Result<Reporter> {
         let Some(dsn) = dsn.map(str::trim).filter(|d| !d.is_empty()) else {
             return Ok(Reporter::off());
         };
@@ -93,18 +94,17 @@ impl Reporter {
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| anyhow::anyhow!("cannot build the error reporter's HTTP client: {e}"))?;
-        Reporter::with_transport(dsn, Arc::new(HttpTransport { http }), defects)
+        Reporter::with_transport(dsn, Arc::new(HttpTransport { http }), leaks_arguments)
     }
 
     /// As [`Reporter::new`], with another transport (tests).
     pub fn with_transport(
         dsn: &str,
         transport: Arc<dyn TransportFactory>,
-        defects: &Defects,
+        leaks_arguments: bool,
     ) -> anyhow::Result<Reporter> {
         let dsn: sentry::types::Dsn =
             dsn.parse().map_err(|e| anyhow::anyhow!("--sentry-dsn is not a Sentry DSN: {e}"))?;
-        let leaks_arguments = defects.reports_arguments();
         let mut options = ClientOptions::default();
         options.dsn = Some(dsn);
         options.release = Some(concat!("chataigne-mock@", env!("CARGO_PKG_VERSION")).into());

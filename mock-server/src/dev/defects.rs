@@ -12,10 +12,9 @@ use chataigne_contract::dataset::{Conversation, Transcript};
 use chataigne_contract::{ErrorCode, Role, ToolName};
 use serde_json::Value;
 
-use crate::app::App;
 use crate::auth::Principal;
 use crate::error::ToolError;
-use crate::state::idempotency::{Claim, Fingerprint, Slot};
+use crate::state::idempotency::{Claim, Fingerprint, KeyHasher, Slot};
 use crate::state::store::{Data, Key, OrderRef};
 use crate::tools::Output;
 
@@ -426,9 +425,9 @@ impl Defects {
 
     // --- idempotency ---
 
-    pub fn idempotency_slot(&self, app: &App, p: &Principal, tool: &str, key: &str) -> Slot {
+    pub fn idempotency_slot(&self, keys: &KeyHasher, p: &Principal, tool: &str, key: &str) -> Slot {
         let client = if self.has(Defect::KeyNotScopedByClient) { "" } else { p.client_id.as_str() };
-        app.keys.slot(client, &p.user_id, tool, key)
+        keys.slot(client, &p.user_id, tool, key)
     }
 
     pub fn fingerprint(&self, healthy: Fingerprint) -> Fingerprint {

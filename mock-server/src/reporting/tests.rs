@@ -24,7 +24,7 @@ impl sentry::Transport for Captured {
 
 fn reporter(defects: &[Defect]) -> (Reporter, Arc<Captured>) {
     let captured = Arc::new(Captured::default());
-    let reporter = Reporter::with_transport(DSN, Arc::new(Arc::clone(&captured)), &Defects::new(defects))
+    let reporter = Reporter::with_transport(DSN, Arc::new(Arc::clone(&captured)), Defects::new(defects).reports_arguments())
         .expect("the DSN parses");
     (reporter, captured)
 }
@@ -162,9 +162,9 @@ fn the_leaking_defect_attaches_the_arguments() {
 
 #[test]
 fn no_dsn_is_off_and_a_bad_dsn_is_refused() {
-    assert!(!Reporter::new(None, &Defects::default()).unwrap().is_on());
-    assert!(!Reporter::new(Some("  "), &Defects::default()).unwrap().is_on());
-    let err = Reporter::new(Some("not a dsn"), &Defects::default()).unwrap_err();
+    assert!(!Reporter::new(None, false).unwrap().is_on());
+    assert!(!Reporter::new(Some("  "), false).unwrap().is_on());
+    let err = Reporter::new(Some("not a dsn"), false).unwrap_err();
     assert!(err.to_string().contains("--sentry-dsn is not a Sentry DSN"), "{err}");
     // Off: nothing to send, nothing happens.
     Reporter::off().internal_error(REQUEST_ID, "send_message", Cause::Error, &Value::Null);
