@@ -186,7 +186,8 @@ impl App {
             }
         };
         let public_url = canonical_base(config.public_url.as_deref().unwrap_or("http://localhost"))?;
-        let reporter = crate::reporting::Reporter::new(config.sentry_dsn.as_deref(), defects.reports_arguments())?;
+        let reporter =
+            crate::reporting::Reporter::new(config.sentry_dsn.as_deref(), defects.reports_arguments())?;
         Ok(App {
             store: Store::new(&config.dataset, config.synthetic_orders),
             clock: Clock::default(),

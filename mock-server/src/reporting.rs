@@ -25,7 +25,6 @@ use sentry::protocol::{Breadcrumb, Event, Level, Values};
 use sentry::{ClientOptions, Hub, Scope, TransportFactory};
 use serde_json::Value;
 
-
 /// The only tags an event may carry, each with the form its value must have.
 fn allowed_tag(name: &str, value: &str) -> bool {
     match name {

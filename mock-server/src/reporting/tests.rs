@@ -24,8 +24,12 @@ impl sentry::Transport for Captured {
 
 fn reporter(defects: &[Defect]) -> (Reporter, Arc<Captured>) {
     let captured = Arc::new(Captured::default());
-    let reporter = Reporter::with_transport(DSN, Arc::new(Arc::clone(&captured)), Defects::new(defects).reports_arguments())
-        .expect("the DSN parses");
+    let reporter = Reporter::with_transport(
+        DSN,
+        Arc::new(Arc::clone(&captured)),
+        Defects::new(defects).reports_arguments(),
+    )
+    .expect("the DSN parses");
     (reporter, captured)
 }
 

@@ -42,6 +42,25 @@ fn looks_like_clause(tag: &str) -> bool {
     })
 }
 
+/// Every reference choice is checked somewhere: by a scenario tagged `@ext-<choice>`, or by a step
+/// that notes the difference (`ext_difference("<choice>", …)`). A choice listed but never
+/// checked would be a full level that passes on nothing.
+#[test]
+fn every_reference_choice_is_checked() {
+    let tagged: BTreeSet<String> = scenarios().into_iter().flat_map(|(_, tags)| tags).collect();
+    let mut steps = String::new();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/steps");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        steps.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    let unchecked: Vec<&str> = chataigne_contract::clauses::CHOICES
+        .iter()
+        .map(|(choice, _)| *choice)
+        .filter(|c| !tagged.contains(&format!("ext-{c}")) && !steps.contains(&format!("\"{c}\"")))
+        .collect();
+    assert!(unchecked.is_empty(), "reference choices nothing checks: {}", unchecked.join(", "));
+}
+
 /// Fails until every contract area has its feature file; the message names what is missing.
 #[test]
 fn every_clause_has_a_scenario() {
