@@ -20,6 +20,7 @@ pub mod invariants;
 pub mod matrices;
 pub mod preflight;
 pub mod profile;
+pub mod rate_verdict;
 pub mod report;
 pub mod runner;
 pub mod schedule;
