@@ -1,0 +1,98 @@
+//! The dataset's IDs, as the server knows them, by the argument that takes them: a generated
+//! `order_id` is an order of the generated `restaurant_id` when it has one, so calls reach real
+//! records instead of stopping at "not found".
+
+use std::collections::BTreeMap;
+
+use chataigne_contract::dataset::Dataset;
+
+use crate::profile::IdMap;
+
+/// What kind of record an argument names, read from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IdKind {
+    Organization,
+    Restaurant,
+    Order,
+    Conversation,
+    Transcript,
+}
+
+impl IdKind {
+    pub fn of_field(name: &str) -> Option<IdKind> {
+        Some(match name {
+            "organization_id" => IdKind::Organization,
+            "restaurant_id" => IdKind::Restaurant,
+            "order_id" => IdKind::Order,
+            "conversation_id" => IdKind::Conversation,
+            "transcript_id" => IdKind::Transcript,
+            _ => return None,
+        })
+    }
+}
+
+/// Server IDs by kind; child records also by restaurant.
+#[derive(Debug, Clone, Default)]
+pub struct Pools {
+    all: BTreeMap<IdKind, Vec<String>>,
+    by_restaurant: BTreeMap<(IdKind, String), Vec<String>>,
+    /// Orders the dataset starts in `received`, by restaurant (for the PRE-2 sequence).
+    pub received: Vec<(String, String)>,
+}
+
+impl Pools {
+    /// `home` first: index 0, where proptest shrinks to, is the busy home restaurant, whose
+    /// records answer; the foreign tenant comes last.
+    pub fn new(dataset: &Dataset, ids: &IdMap) -> Pools {
+        let mut pools = Pools::default();
+        let home = &dataset.landmarks.home_organization;
+        let busy = &dataset.landmarks.busy_restaurant;
+        let mut restaurants: Vec<_> = dataset.restaurants.iter().collect();
+        restaurants.sort_by_key(|r| (&r.id != busy, &r.organization_id != home, r.id.clone()));
+        let mut organizations: Vec<_> = dataset.organizations.iter().map(|o| &o.id).collect();
+        organizations.sort_by_key(|o| (*o != home, (*o).clone()));
+        let put = |pools: &mut Pools, kind: IdKind, restaurant: Option<&str>, id: &str| {
+            let id = ids.to_server(id);
+            pools.all.entry(kind).or_default().push(id.clone());
+            if let Some(r) = restaurant {
+                pools.by_restaurant.entry((kind, ids.to_server(r))).or_default().push(id);
+            }
+        };
+        for o in organizations {
+            put(&mut pools, IdKind::Organization, None, o);
+        }
+        for r in restaurants {
+            put(&mut pools, IdKind::Restaurant, None, &r.id);
+        }
+        for o in &dataset.orders {
+            put(&mut pools, IdKind::Order, Some(&o.restaurant_id), &o.id);
+            if o.status == "received" && &o.restaurant_id == busy {
+                pools.received.push((ids.to_server(&o.restaurant_id), ids.to_server(&o.id)));
+            }
+        }
+        for c in &dataset.conversations {
+            put(&mut pools, IdKind::Conversation, Some(&c.restaurant_id), &c.id);
+        }
+        for t in &dataset.transcripts {
+            put(&mut pools, IdKind::Transcript, Some(&t.restaurant_id), &t.id);
+        }
+        pools
+    }
+
+    /// The first ID of `kind`: the busy home restaurant for restaurants.
+    pub fn first(&self, kind: IdKind) -> Option<String> {
+        self.all.get(&kind)?.first().cloned()
+    }
+
+    /// The `pick`th ID of `kind`, among the records of `restaurant` if it has any.
+    pub fn pick(
+        &self,
+        kind: IdKind,
+        restaurant: Option<&str>,
+        pick: &proptest::sample::Index,
+    ) -> Option<String> {
+        let local = restaurant.and_then(|r| self.by_restaurant.get(&(kind, r.to_owned())));
+        let list = local.filter(|l| !l.is_empty()).or_else(|| self.all.get(&kind))?;
+        (!list.is_empty()).then(|| list[pick.index(list.len())].clone())
+    }
+}

@@ -1,0 +1,110 @@
+//! `fuzz` against the embedded reference server: silent on the clean server, each deliberate
+//! defect it targets found under its clause with a shrunk reproduction, and a seed repeating a run.
+
+use serde_json::Value;
+
+/// One fuzz run: its exit code and its JSON report.
+fn fuzz(extra: &[&str]) -> (u8, Value) {
+    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-{}-{}", std::process::id(), extra.join("_")));
+    let report = dir.join("fuzz.json");
+    let mut args =
+        vec!["chataigne-conformance", "fuzz", "--embedded", "--report-json", report.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let outcome = chataigne_conformance::cli::execute_args(args, std::io::sink());
+    assert!(outcome.code < 2, "{extra:?}: {:?}", outcome.error);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (outcome.code, json)
+}
+
+fn findings(report: &Value) -> &Vec<Value> {
+    report["findings"].as_array().unwrap()
+}
+
+/// The findings of `clause`, after checking each carries what a person needs to reproduce it.
+fn of_clause<'a>(report: &'a Value, clause: &str) -> Vec<&'a Value> {
+    let all = findings(report);
+    for f in all {
+        for key in ["tool", "arguments", "request", "response", "reproduction"] {
+            assert!(!f[key].is_null(), "{key} missing: {f:#}");
+        }
+        let line = f["reproduction"].as_str().unwrap();
+        assert!(line.starts_with("curl ") && line.contains("$TOKEN") && !line.contains("dev-"), "{line}");
+    }
+    all.iter().filter(|f| f["clause"] == clause).collect()
+}
+
+#[test]
+fn fuzz_finds_nothing_on_the_reference_server() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls"]);
+    assert_eq!(findings(&report), &Vec::<Value>::new(), "{report:#}");
+    assert_eq!(code, 0);
+    assert_eq!(report["calls"], 150);
+    assert_eq!(report["seed"], 7);
+    assert_eq!(report["read_only"], false);
+}
+
+#[test]
+fn fuzz_files_an_output_off_its_schema_under_proto_4() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "output-off-schema"]);
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "PROTO-4");
+    assert!(!found.is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_shrinks_an_unchecked_limit_to_the_first_value_over_the_bound() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "limit-unchecked"]);
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "PAG-2");
+    let over: Vec<_> =
+        found.iter().filter(|f| f["arguments"]["limit"].as_i64().is_some_and(|l| l > 50)).collect();
+    assert!(!over.is_empty(), "{report:#}");
+    for f in &over {
+        assert_eq!(f["arguments"]["limit"], 51, "{f:#}");
+        assert_eq!(f["shrunk"], true);
+    }
+}
+
+#[test]
+fn fuzz_finds_a_tampered_cursor_accepted() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "cursor-unsigned"]);
+    assert_eq!(code, 1);
+    assert!(!of_clause(&report, "PAG-5").is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_finds_a_key_replayed_for_other_arguments() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "mismatch-replayed"]);
+    assert_eq!(code, 1);
+    assert!(!of_clause(&report, "IDEM-3").is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_repeats_its_findings_with_the_same_seed() {
+    let key = |report: &Value| -> Vec<(Value, Value, Value)> {
+        findings(report)
+            .iter()
+            .map(|f| (f["clause"].clone(), f["tool"].clone(), f["arguments"].clone()))
+            .collect()
+    };
+    let args =
+        ["--seed", "11", "--budget", "120calls", "--defect", "limit-unchecked", "--defect", "key-optional"];
+    let (_, first) = fuzz(&args);
+    let (_, second) = fuzz(&args);
+    assert!(!key(&first).is_empty());
+    assert_eq!(key(&first), key(&second));
+}
+
+#[test]
+fn fuzz_without_a_target_or_with_a_bad_budget_is_a_configuration_error() {
+    for args in [
+        vec!["chataigne-conformance", "fuzz"],
+        vec!["chataigne-conformance", "fuzz", "--embedded", "--budget", "12parsecs"],
+        vec!["chataigne-conformance", "fuzz", "--embedded", "--defect", "no-such-defect"],
+    ] {
+        let outcome = chataigne_conformance::cli::execute_args(args.clone(), std::io::sink());
+        assert_eq!(outcome.code, 2, "{args:?}");
+        assert!(outcome.error.is_some());
+    }
+}
