@@ -61,6 +61,8 @@ pub struct Observed {
     pub args: Value,
     pub mutation: Option<String>,
     pub ex: Exchange,
+    /// The calls of a sequence before this one, as (tool, arguments).
+    pub before: Vec<(String, Value)>,
 }
 
 /// What a round runs: one property.
@@ -81,7 +83,23 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
         .context("cannot start the async runtime")?;
     let ctx = runtime.block_on(crate::preflight::prepare(profile))?;
     if let Some(fault) = &ctx.broken_protocol {
-        anyhow::bail!("the server's initialize cannot be read ({}): {}", fault.clause, fault.detail);
+        // A verdict, as for a run: the clause the answer to initialize breaks (exit code 1).
+        let target = report::Target {
+            endpoint: &ctx.endpoint,
+            stdio: ctx.stdio.is_some(),
+            protocol_version: None,
+            seed: settings.seed,
+        };
+        let report = FuzzReport {
+            seed: settings.seed,
+            budget: settings.budget.to_string(),
+            calls: 1,
+            elapsed_ms: 0,
+            read_only: true,
+            findings: vec![Finding::initialize(&target, fault.clause, &fault.detail)],
+        };
+        report.print(console);
+        return Ok(report);
     }
     if let Some(problem) = &ctx.published.problem {
         anyhow::bail!("tools/list failed: {problem}");
@@ -179,7 +197,9 @@ impl<'a> Engine<'a> {
                 }
                 // A sequence's first call may be refused (an ID of the foreign tenant): two tries.
                 let cases = match (prop, round) {
-                    (Prop::Valid(_) | Prop::Idempotency, 0) => 2,
+                    (Prop::Valid(_) | Prop::Cursor | Prop::Idempotency | Prop::Precondition, 0) => 2,
+                    // Bounds are where servers go wrong: a second draw before other mutations.
+                    (Prop::Mutated(_, t), 0) if t.priority() == 0 => 2,
                     (_, 0) => 1,
                     (Prop::Cursor | Prop::Idempotency | Prop::Precondition, _) => 1,
                     _ => 2,
@@ -205,7 +225,7 @@ impl<'a> Engine<'a> {
             None => strategy::valid(&t.schema, self.resolver.clone()),
             Some(target) => strategy::mutated(&t.schema, target, &self.vocabulary, self.resolver.clone()),
         };
-        self.run_property(strategy, cases, rng, &|case| {
+        self.run_property(strategy, cases, MAX_SHRINK_ITERS, rng, &|case| {
             let Some(ex) = self.caller.call(&t.name, &case.args) else { return Vec::new() };
             let faults = oracle::judge(self.caller.ctx, t, case, &ex, self.caller.token());
             let mutation = case.target.as_ref().map(Target::describe);
@@ -217,6 +237,7 @@ impl<'a> Engine<'a> {
                     args: case.args.clone(),
                     mutation: mutation.clone(),
                     ex: ex.clone(),
+                    before: Vec::new(),
                 })
                 .collect()
         })
@@ -229,12 +250,13 @@ impl<'a> Engine<'a> {
         &self,
         strategy: BoxedStrategy<T>,
         cases: u32,
+        shrink_iters: u32,
         rng: TestRng,
         eval: &dyn Fn(&T) -> Vec<Observed>,
     ) -> bool {
         let config = Config {
             cases,
-            max_shrink_iters: MAX_SHRINK_ITERS,
+            max_shrink_iters: shrink_iters,
             failure_persistence: None,
             max_local_rejects: 0,
             max_global_rejects: 0,
@@ -266,7 +288,9 @@ impl<'a> Engine<'a> {
         let Err(TestError::Fail(..)) = result else { return false };
         let Some(minimal) = last.into_inner() else { return false };
         let clause = minimal.fault.clause;
-        self.file(minimal, true);
+        // A budget spent while shrinking leaves the smallest input found so far, not a minimum.
+        let complete = !self.caller.spent();
+        self.file(minimal, complete);
         // Other clauses the first failing call broke, as found (not shrunk).
         let mut others = first.into_inner();
         others.retain(|o| o.fault.clause != clause);
@@ -294,10 +318,10 @@ impl<'a> Engine<'a> {
             &target,
             o.fault.clause,
             o.fault.detail,
-            &o.tool,
-            &o.args,
+            (&o.tool, &o.args),
             o.mutation,
             &o.ex,
+            &o.before,
             shrunk,
         ));
     }

@@ -3,6 +3,7 @@
 //! content valid against the published output schema (PROTO-4), and a refusal for arguments the
 //! schema forbids (the clause of the broken bound, else PROTO-3).
 
+use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, MAX_MESSAGE_LIMIT};
 use serde_json::Value;
 
 use super::schema::{Mutation, Tool};
@@ -49,6 +50,28 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         return out;
     }
     out.extend(output_schema(ctx, name, ex));
+    if !must_refuse && succeeded(ex) {
+        out.extend(page_sizes(name, &case.args, ex));
+        if ex.texts().is_empty() {
+            out.push(fault("ENV-1", format!("{name}: a success without a text content block")));
+        }
+    }
+    let category = ex.structured().and_then(|s| s.pointer("/data/error/category")).and_then(Value::as_str);
+    if must_refuse
+        && ex.is_error()
+        && let Some(category) = category.filter(|c| !REFUSALS.contains(c))
+    {
+        // Not refused for its arguments: the server went further with input it must not read.
+        let what = target.map_or_else(|| "arguments the input schema forbids".to_owned(), |t| t.describe());
+        let clause = target.map_or("PROTO-3", |t| t.clause(name));
+        out.push(fault(
+            clause,
+            format!(
+                "{name}: {what} answered {} (category {category}), not a validation refusal",
+                ex.summary()
+            ),
+        ));
+    }
     if must_refuse && !ex.is_error() {
         let what = target.map_or_else(|| "arguments the input schema forbids".to_owned(), |t| t.describe());
         let clamped = target.is_some_and(|t| {
@@ -65,6 +88,46 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
             let clause = target.map_or("PROTO-3", |t| t.clause(name));
             out.push(fault(clause, format!("{name} accepted {what} ({})", ex.summary())));
         }
+    }
+    out
+}
+
+/// What a call with forbidden arguments may be refused as: a validation error, or the refusals
+/// a server that checks access before the input schema gives (AUTH-8's order is the
+/// reference's, not the seed's), or its rate limit.
+const REFUSALS: [&str; 5] = ["validation", "authentication", "authorization", "not_found", "rate_limit"];
+
+/// PAG-1 and PAG-8: page sizes. Without `limit`, a page followed by others holds 20 items
+/// (fewer only when `meta.truncated` says so, LIM-5); conversation detail returns at most
+/// `message_limit` messages, 50 without it, never over 100.
+fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
+    let mut out = Vec::new();
+    let Some(s) = ex.structured() else { return out };
+    if name == "get_conversation" {
+        let n = s.pointer("/data/messages").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+        let most = args.get("message_limit").and_then(Value::as_u64).unwrap_or(DEFAULT_MESSAGE_LIMIT as u64);
+        if n > most.min(MAX_MESSAGE_LIMIT as u64) {
+            out.push(fault("PAG-8", format!("{name}: {n} messages in one answer (at most {most})")));
+        }
+        return out;
+    }
+    let is_list = chataigne_contract::ToolName::parse(name)
+        .is_some_and(|t| t.input_schema().pointer("/properties/limit").is_some());
+    if !is_list || args.get("limit").is_some() {
+        return out;
+    }
+    let items = s.get("data").and_then(Value::as_object).and_then(|d| d.values().find_map(Value::as_array));
+    let Some(n) = items.map(Vec::len) else { return out };
+    let more = s.pointer("/meta/next_cursor").is_some_and(|c| !c.is_null());
+    let truncated = s.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
+    if n > DEFAULT_LIMIT || (more && !truncated && n != DEFAULT_LIMIT) {
+        out.push(fault(
+            "PAG-1",
+            format!(
+                "{name} without `limit`: a page of {n} items{}",
+                if more { ", more following" } else { "" }
+            ),
+        ));
     }
     out
 }

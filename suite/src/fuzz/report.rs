@@ -20,6 +20,9 @@ pub struct Finding {
     /// The mutation the arguments carry, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutation: Option<String>,
+    /// The calls a sequence made before this one, in order: {tool, arguments}.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps_before: Vec<Value>,
     /// The JSON-RPC request body.
     pub request: Value,
     /// The answer, in one line.
@@ -27,8 +30,8 @@ pub struct Finding {
     pub request_id: Option<String>,
     /// A curl command that sends the request again.
     pub reproduction: String,
-    /// Whether proptest shrank the input to this one (a property's first failure is shrunk;
-    /// other clauses the same call broke are reported as found).
+    /// Whether proptest shrank the input to a minimum: false for other clauses the same call
+    /// broke (reported as found) and when the budget ran out while shrinking.
     pub shrunk: bool,
     pub seed: u64,
 }
@@ -47,30 +50,70 @@ impl Finding {
         target: &Target<'_>,
         clause: &'static str,
         detail: String,
-        tool: &str,
-        arguments: &Value,
+        (tool, arguments): (&str, &Value),
         mutation: Option<String>,
         ex: &Exchange,
+        before: &[(String, Value)],
         shrunk: bool,
     ) -> Finding {
         // Built again rather than taken from the exchange, whose copy is cut for display.
-        let request = json!({
-            "jsonrpc": "2.0",
-            "id": ex.rpc_id.unwrap_or(1),
-            "method": "tools/call",
-            "params": { "name": tool, "arguments": arguments },
-        });
+        let body = |id: u64, tool: &str, arguments: &Value| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": "tools/call",
+                "params": { "name": tool, "arguments": arguments },
+            })
+        };
+        let request = body(ex.rpc_id.unwrap_or(1), tool, arguments);
+        // A sequence is reproduced step by step (cursors and created IDs differ on another run).
+        let mut lines: Vec<String> =
+            before.iter().enumerate().map(|(i, (t, a))| curl(target, &body(i as u64 + 1, t, a))).collect();
+        lines.push(curl(target, &request));
         Finding {
             clause,
             tool: tool.to_owned(),
             arguments: arguments.clone(),
             detail,
             mutation,
-            reproduction: curl(target, &request),
+            steps_before: before.iter().map(|(t, a)| json!({ "tool": t, "arguments": a })).collect(),
+            reproduction: lines.join("\n"),
             request,
             response: ex.summary(),
             request_id: ex.request_id().map(str::to_owned),
             shrunk,
+            seed: target.seed,
+        }
+    }
+}
+
+impl Finding {
+    /// The server's answer to `initialize` cannot be read: nothing else was called.
+    pub fn initialize(target: &Target<'_>, clause: &'static str, detail: &str) -> Finding {
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": crate::client::PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": { "name": "chataigne-conformance", "version": env!("CARGO_PKG_VERSION") },
+            },
+        });
+        // The detail holds the whole exchange; the summary is its first sentence.
+        let response = detail.split(" request as ").next().unwrap_or(detail).to_owned();
+        Finding {
+            clause,
+            tool: "initialize".to_owned(),
+            arguments: Value::Null,
+            detail: detail.to_owned(),
+            mutation: None,
+            steps_before: Vec::new(),
+            reproduction: curl(target, &request),
+            request,
+            response,
+            request_id: None,
+            shrunk: false,
             seed: target.seed,
         }
     }
@@ -130,6 +173,14 @@ impl FuzzReport {
                 let _ = writeln!(console, "  mutation: {m}");
             }
             let shrunk = if f.shrunk { "minimal, shrunk" } else { "as found" };
+            for step in &f.steps_before {
+                let _ = writeln!(
+                    console,
+                    "  after: {} {}",
+                    step["tool"].as_str().unwrap_or_default(),
+                    step["arguments"]
+                );
+            }
             let _ = writeln!(console, "  arguments ({shrunk}): {}", f.arguments);
             let _ = writeln!(console, "  response: {}", f.response);
             let _ = writeln!(console, "  request_id: {}", f.request_id.as_deref().unwrap_or("(none)"));

@@ -10,31 +10,69 @@ use proptest::strategy::Union;
 use proptest::test_runner::TestRng;
 use serde_json::{Value, json};
 
-use super::oracle::{Fault, answered, error_code, succeeded};
+use super::oracle::{self, Fault, answered, error_code, succeeded};
 use super::strategy::{self, Case};
 use super::{Engine, Observed};
 use crate::client::Exchange;
 
-/// Pages read at most before the tamper: enough to reach a cursor of every list.
-const MAX_PAGES: usize = 6;
+/// Pages read at most in one walk: the busy restaurant's orders in pages of 8 or more.
+const MAX_PAGES: usize = 20;
+/// Shrinking steps of a sequence at most: each replays the whole sequence.
+const SHRINK_ITERS: u32 = 12;
 /// Characters a cursor byte is replaced with (URL-safe base64 and the dot many servers use).
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
 
-fn observed(clause: &'static str, detail: String, tool: &str, args: &Value, ex: &Exchange) -> Observed {
-    Observed {
-        fault: Fault { clause, detail },
-        tool: tool.to_owned(),
-        args: args.clone(),
-        mutation: None,
-        ex: ex.clone(),
-    }
+/// The calls of one sequence so far, so a finding shows the steps that led to it.
+struct Trail<'e, 'a> {
+    engine: &'e Engine<'a>,
+    steps: Vec<(String, Value)>,
 }
 
-/// A call that did not come back well (PROTO-2) ends a sequence with that finding.
-fn broken(tool: &str, args: &Value, ex: &Exchange) -> Option<Vec<Observed>> {
-    let faults = answered(ex);
-    (!faults.is_empty())
-        .then(|| faults.into_iter().map(|f| observed(f.clause, f.detail, tool, args, ex)).collect())
+impl<'e, 'a> Trail<'e, 'a> {
+    fn new(engine: &'e Engine<'a>) -> Self {
+        Trail { engine, steps: Vec::new() }
+    }
+
+    fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
+        self.steps.push((tool.to_owned(), args.clone()));
+        self.engine.caller.call(tool, args)
+    }
+
+    /// A failure of the call of `tool` with `args`, after the steps before it.
+    fn observed(
+        &self,
+        clause: &'static str,
+        detail: String,
+        tool: &str,
+        args: &Value,
+        ex: &Exchange,
+    ) -> Observed {
+        let at = self.steps.iter().rposition(|(t, a)| t == tool && a == args).unwrap_or(self.steps.len());
+        Observed {
+            fault: Fault { clause, detail },
+            tool: tool.to_owned(),
+            args: args.clone(),
+            mutation: None,
+            ex: ex.clone(),
+            before: self.steps[..at].to_vec(),
+        }
+    }
+
+    /// Every rule of a single call (`oracle::judge`, the arguments valid), on a call of a
+    /// sequence: a sequence also reaches answers the argument fuzz does not (a real cursor, a
+    /// replay, a mismatch).
+    fn checked(&self, tool: &str, args: &Value, ex: &Exchange) -> Option<Vec<Observed>> {
+        let engine = self.engine;
+        let faults = match engine.tool(tool) {
+            Some(t) => {
+                let case = Case { args: args.clone(), target: None };
+                oracle::judge(engine.caller.ctx, t, &case, ex, engine.caller.token())
+            }
+            None => answered(ex),
+        };
+        (!faults.is_empty())
+            .then(|| faults.into_iter().map(|f| self.observed(f.clause, f.detail, tool, args, ex)).collect())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -49,49 +87,74 @@ pub struct CursorCase {
 /// PAG-5: every page of a list, then one of its cursors with one character changed.
 pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     let busy = engine.resolver.pools.first(super::ids::IdKind::Restaurant);
-    // Lists with many items in the busy restaurant first (proptest shrinks towards them).
-    let lists: Vec<(String, Value)> =
-        ["list_orders", "list_conversations", "list_restaurants", "list_instructions"]
-            .into_iter()
-            .filter_map(|name| {
-                let tool = engine.tool(name)?;
-                tool.has_property("cursor").then_some(())?;
-                let mut args = json!({});
-                if tool.has_property("restaurant_id") {
-                    args["restaurant_id"] = json!(busy.clone()?);
-                }
-                Some((name.to_owned(), args))
-            })
-            .collect();
+    // Lists with over 20 items in the busy restaurant (proptest shrinks towards the first);
+    // the others only when neither is published.
+    let lists: Vec<(String, Value)> = ["list_orders", "list_conversations"]
+        .into_iter()
+        .filter(|name| engine.tool(name).is_some())
+        .chain(["list_restaurants", "list_instructions", "list_organizations"])
+        .take(2)
+        .filter_map(|name| {
+            let tool = engine.tool(name)?;
+            tool.has_property("cursor").then_some(())?;
+            let mut args = json!({});
+            if tool.has_property("restaurant_id") {
+                args["restaurant_id"] = json!(busy.clone()?);
+            }
+            Some((name.to_owned(), args))
+        })
+        .collect();
     if lists.is_empty() {
         return false;
     }
-    // Pages of 2 to 10 items: every list of the busy restaurant has several. Shrinking goes to
-    // 10, fewer pages to walk again.
-    let strategy = (select(lists), 0u64..9, any::<Index>(), any::<Index>(), any::<Index>())
+    // Pages of 4 to 20 items, so a list of over 20 has several; shrinking goes to 20, fewer
+    // pages to walk again.
+    let strategy = (select(lists), 0u64..17, any::<Index>(), any::<Index>(), any::<Index>())
         .prop_map(|((tool, mut args), n, page, position, replacement)| {
-            args["limit"] = json!(10 - n);
+            args["limit"] = json!(20 - n);
             CursorCase { tool, args, page, position, replacement }
         })
         .boxed();
-    engine.run_property(strategy, cases, rng, &|case| {
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+        let mut trail = Trail::new(engine);
         let mut cursors = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut args = case.args.clone();
-        for _ in 0..MAX_PAGES {
-            let Some(ex) = engine.caller.call(&case.tool, &args) else { return Vec::new() };
-            if let Some(faults) = broken(&case.tool, &args, &ex) {
+        for page in 0..MAX_PAGES {
+            let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
+            if let Some(faults) = trail.checked(&case.tool, &args, &ex) {
                 return faults;
+            }
+            let items = ex
+                .structured()
+                .and_then(|s| s.get("data"))
+                .and_then(Value::as_object)
+                .and_then(|d| d.values().find_map(Value::as_array))
+                .cloned()
+                .unwrap_or_default();
+            if page > 0 && items.is_empty() {
+                let detail = format!("{}: the previous page's next_cursor led to an empty page", case.tool);
+                return vec![trail.observed("PAG-3", detail, &case.tool, &args, &ex)];
+            }
+            for item in &items {
+                let id = item.get("id").map_or_else(|| item.to_string(), Value::to_string);
+                if !seen.insert(id.clone()) {
+                    let detail = format!("{}: item {id} came on two pages of one walk", case.tool);
+                    return vec![trail.observed("PAG-4", detail, &case.tool, &args, &ex)];
+                }
             }
             let next = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
             let Some(next) = next.filter(|c| !c.is_empty()) else { break };
             cursors.push(next.to_owned());
             args["cursor"] = json!(next);
         }
-        let Some(original) =
-            cursors.get(case.page.index(cursors.len().max(1))).filter(|_| !cursors.is_empty())
-        else {
+        if cursors.is_empty() {
             return Vec::new();
-        };
+        }
+        let chosen = case.page.index(cursors.len());
+        let original = &cursors[chosen];
+        // The reproduction needs the pages up to the one that gave this cursor, no more.
+        trail.steps.truncate(chosen + 1);
         let mut bytes = original.clone().into_bytes();
         let at = case.position.index(bytes.len());
         let mut pick = case.replacement.index(ALPHABET.len());
@@ -102,13 +165,11 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         let tampered = String::from_utf8_lossy(&bytes).into_owned();
         let mut args = case.args.clone();
         args["cursor"] = json!(tampered);
-        let Some(ex) = engine.caller.call(&case.tool, &args) else { return Vec::new() };
-        if let Some(faults) = broken(&case.tool, &args, &ex) {
-            return faults;
-        }
+        let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
+        // PAG-5 first: it is what this call is for; then every rule of a single call.
         match error_code(&ex) {
-            Some("MCP_CURSOR_INVALID") => Vec::new(),
-            _ => vec![observed(
+            Some("MCP_CURSOR_INVALID") => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+            _ if answered(&ex).is_empty() => vec![trail.observed(
                 "PAG-5",
                 format!(
                     "{}: a cursor with character {at} changed was not refused with MCP_CURSOR_INVALID ({})",
@@ -119,6 +180,7 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
                 &args,
                 &ex,
             )],
+            _ => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
         }
     })
 }
@@ -148,18 +210,19 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         })
         .collect();
     let strategy = Union::new_weighted(arms).boxed();
-    engine.run_property(strategy, cases, rng, &|(tool, case)| {
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|(tool, case)| {
+        let mut trail = Trail::new(engine);
         let args = &case.args;
-        let Some(first) = engine.caller.call(tool, args) else { return Vec::new() };
-        if let Some(faults) = broken(tool, args, &first) {
+        let Some(first) = trail.call(tool, args) else { return Vec::new() };
+        if let Some(faults) = trail.checked(tool, args, &first) {
             return faults;
         }
         if !succeeded(&first) {
             // A refused first call stores nothing: nothing to replay.
             return Vec::new();
         }
-        let Some(again) = engine.caller.call(tool, args) else { return Vec::new() };
-        if let Some(faults) = broken(tool, args, &again) {
+        let Some(again) = trail.call(tool, args) else { return Vec::new() };
+        if let Some(faults) = trail.checked(tool, args, &again) {
             return faults;
         }
         let data = |ex: &Exchange| ex.structured().and_then(|s| s.get("data")).cloned();
@@ -172,7 +235,11 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
             } else {
                 "was answered with other data than the first call's".to_owned()
             };
-            return vec![observed("IDEM-2", format!("{tool}: the same key and arguments again {why}"), tool, args, &again)];
+            return vec![trail.observed("IDEM-2", format!("{tool}: the same key and arguments again {why}"), tool, args, &again)];
+        }
+        if again.request_id().is_some() && again.request_id() == first.request_id() {
+            let detail = format!("{tool}: the replay carries the first call's request_id (each call gets its own)");
+            return vec![trail.observed("ENV-2", detail, tool, args, &again)];
         }
         // Other arguments: one text member changed, the key kept.
         let mut other = args.clone();
@@ -181,14 +248,14 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         };
         let changed = format!("{} (other)", other[member].as_str().unwrap_or_default());
         other[member] = json!(changed);
-        let Some(third) = engine.caller.call(tool, &other) else { return Vec::new() };
-        if let Some(faults) = broken(tool, &other, &third) {
+        let Some(third) = trail.call(tool, &other) else { return Vec::new() };
+        if let Some(faults) = trail.checked(tool, &other, &third) {
             return faults;
         }
         if error_code(&third) == Some("MCP_IDEMPOTENCY_MISMATCH") {
             return Vec::new();
         }
-        vec![observed(
+        vec![trail.observed(
             "IDEM-3",
             format!("{tool}: the key reused with another `{member}` was not refused with MCP_IDEMPOTENCY_MISMATCH ({})", third.summary()),
             tool,
@@ -204,8 +271,9 @@ pub struct PreCase {
     wrong: Index,
 }
 
-/// PRE-2: an order moved with a wrong `expected_status` is refused and unchanged; with the
-/// right one it moves, and get_order shows it.
+/// PRE-2 and PRE-3: an order moved a step ahead of the lifecycle is refused; moved with a
+/// wrong `expected_status` it is refused and unchanged; with the right one it moves, and
+/// get_order shows it.
 pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     if engine.tool("update_order_status").is_none() || engine.tool("get_order").is_none() {
         return false;
@@ -217,14 +285,15 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     let strategy =
         (any::<Index>(), any::<Index>()).prop_map(|(order, wrong)| PreCase { order, wrong }).boxed();
     let lifecycle = chataigne_contract::tools::ORDER_LIFECYCLE;
-    engine.run_property(strategy, cases, rng, &|case| {
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+        let mut trail = Trail::new(engine);
         let (restaurant, order) = &orders[case.order.index(orders.len())];
         let read = json!({ "restaurant_id": restaurant, "order_id": order });
         let status_of = |ex: &Exchange| {
             ex.structured().and_then(|s| s.pointer("/data/order/status")).and_then(Value::as_str).map(str::to_owned)
         };
-        let Some(before) = engine.caller.call("get_order", &read) else { return Vec::new() };
-        if let Some(faults) = broken("get_order", &read, &before) {
+        let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
+        if let Some(faults) = trail.checked("get_order", &read, &before) {
             return faults;
         }
         let Some(current) = status_of(&before) else { return Vec::new() };
@@ -232,6 +301,18 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
             // A final status: nothing to move.
             return Vec::new();
         };
+        // PRE-3: a step skipped, with the right expected_status, is refused.
+        if let Some(skip) = lifecycle.get(step + 2) {
+            let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": skip, "expected_status": current });
+            let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+            if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
+                return faults;
+            }
+            if succeeded(&ex) {
+                let detail = format!("update_order_status moved a {current} order to {skip}, skipping a step of the lifecycle");
+                return vec![trail.observed("PRE-3", detail, "update_order_status", &write, &ex)];
+            }
+        }
         let next = lifecycle[step + 1];
         let others: Vec<&str> =
             chataigne_contract::tools::ORDER_STATUSES.iter().copied().filter(|s| *s != current).collect();
@@ -239,27 +320,29 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         let mut write = read.clone();
         write["status"] = json!(next);
         write["expected_status"] = json!(wrong);
-        let Some(refused) = engine.caller.call("update_order_status", &write) else { return Vec::new() };
-        if let Some(faults) = broken("update_order_status", &write, &refused) {
+        let Some(refused) = trail.call("update_order_status", &write) else { return Vec::new() };
+        if let Some(faults) = trail.checked("update_order_status", &write, &refused) {
             return faults;
         }
-        let conflict = refused.structured().and_then(|s| s.pointer("/data/error/category")).and_then(Value::as_str)
-            == Some("conflict");
-        if !conflict {
+        let precondition = matches!(
+            error_code(&refused),
+            Some("MCP_EXPECTED_STATE_MISMATCH" | "ORDER_STATUS_PRECONDITION_FAILED")
+        );
+        if !precondition {
             let detail = format!(
-                "update_order_status with expected_status {wrong} on a {current} order was not refused with a conflict ({})",
+                "update_order_status with expected_status {wrong} on a {current} order was not refused with MCP_EXPECTED_STATE_MISMATCH or ORDER_STATUS_PRECONDITION_FAILED ({})",
                 refused.summary()
             );
-            return vec![observed("PRE-2", detail, "update_order_status", &write, &refused)];
+            return vec![trail.observed("PRE-2", detail, "update_order_status", &write, &refused)];
         }
-        let Some(after) = engine.caller.call("get_order", &read) else { return Vec::new() };
+        let Some(after) = trail.call("get_order", &read) else { return Vec::new() };
         if status_of(&after).as_deref() != Some(current.as_str()) {
             let detail = format!("a refused update_order_status changed the order: {current} before, {:?} after", status_of(&after));
-            return vec![observed("PRE-2", detail, "update_order_status", &write, &refused)];
+            return vec![trail.observed("PRE-2", detail, "update_order_status", &write, &refused)];
         }
         write["expected_status"] = json!(current);
-        let Some(moved) = engine.caller.call("update_order_status", &write) else { return Vec::new() };
-        if let Some(faults) = broken("update_order_status", &write, &moved) {
+        let Some(moved) = trail.call("update_order_status", &write) else { return Vec::new() };
+        if let Some(faults) = trail.checked("update_order_status", &write, &moved) {
             return faults;
         }
         if !succeeded(&moved) {
@@ -267,12 +350,12 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
                 "update_order_status {current} → {next} with the right expected_status was refused ({})",
                 moved.summary()
             );
-            return vec![observed("PRE-2", detail, "update_order_status", &write, &moved)];
+            return vec![trail.observed("PRE-2", detail, "update_order_status", &write, &moved)];
         }
-        let Some(shown) = engine.caller.call("get_order", &read) else { return Vec::new() };
+        let Some(shown) = trail.call("get_order", &read) else { return Vec::new() };
         if status_of(&shown).as_deref() != Some(next) {
             let detail = format!("after update_order_status to {next}, get_order shows {:?}", status_of(&shown));
-            return vec![observed("PRE-2", detail, "get_order", &read, &shown)];
+            return vec![trail.observed("PRE-2", detail, "get_order", &read, &shown)];
         }
         Vec::new()
     })
