@@ -97,8 +97,8 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
 /// reference's, not the seed's), or its rate limit.
 const REFUSALS: [&str; 5] = ["validation", "authentication", "authorization", "not_found", "rate_limit"];
 
-/// PAG-1 and PAG-8: page sizes. Without `limit`, a page followed by others holds 20 items
-/// (fewer only when `meta.truncated` says so, LIM-5); conversation detail returns at most
+/// PAG-1 and PAG-8: page sizes. Without `limit`, a page holds at most 20 items; conversation
+/// detail returns at most
 /// `message_limit` messages, 50 without it, never over 100.
 fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
     let mut out = Vec::new();
@@ -119,8 +119,8 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
     let items = s.get("data").and_then(Value::as_object).and_then(|d| d.values().find_map(Value::as_array));
     let Some(n) = items.map(Vec::len) else { return out };
     let more = s.pointer("/meta/next_cursor").is_some_and(|c| !c.is_null());
-    let truncated = s.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
-    if n > DEFAULT_LIMIT || (more && !truncated && n != DEFAULT_LIMIT) {
+    // Fewer than 20 with a cursor is not judged here: a last page with a stray cursor is PAG-3's.
+    if n > DEFAULT_LIMIT {
         out.push(fault(
             "PAG-1",
             format!(

@@ -109,9 +109,12 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     }
     // Pages of 4 to 20 items, so a list of over 20 has several; shrinking goes to 20, fewer
     // pages to walk again.
-    let strategy = (select(lists), 0u64..17, any::<Index>(), any::<Index>(), any::<Index>())
-        .prop_map(|((tool, mut args), n, page, position, replacement)| {
-            args["limit"] = json!(20 - n);
+    // Half the walks without `limit`: pages of the default size, 20 (PAG-1).
+    let strategy = (select(lists), any::<bool>(), 0u64..17, any::<Index>(), any::<Index>(), any::<Index>())
+        .prop_map(|((tool, mut args), default, n, page, position, replacement)| {
+            if !default {
+                args["limit"] = json!(20 - n);
+            }
             CursorCase { tool, args, page, position, replacement }
         })
         .boxed();

@@ -12,7 +12,10 @@ fn fuzz(extra: &[&str]) -> (u8, Value) {
     args.extend_from_slice(extra);
     let outcome = chataigne_conformance::cli::execute_args(args, std::io::sink());
     assert!(outcome.code < 2, "{extra:?}: {:?}", outcome.error);
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&report).unwrap();
+    // The embedded server's tokens all start so: none may reach a report.
+    assert!(!text.contains("dev-token-"), "a token in the report");
+    let json: Value = serde_json::from_str(&text).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     (outcome.code, json)
 }
@@ -29,7 +32,7 @@ fn of_clause<'a>(report: &'a Value, clause: &str) -> Vec<&'a Value> {
             assert!(!f[key].is_null(), "{key} missing: {f:#}");
         }
         let line = f["reproduction"].as_str().unwrap();
-        assert!(line.starts_with("curl ") && line.contains("$TOKEN") && !line.contains("dev-"), "{line}");
+        assert!(line.lines().all(|l| l.starts_with("curl ") && l.contains("$TOKEN")), "{line}");
     }
     all.iter().filter(|f| f["clause"] == clause).collect()
 }
@@ -107,4 +110,65 @@ fn fuzz_without_a_target_or_with_a_bad_budget_is_a_configuration_error() {
         assert_eq!(outcome.code, 2, "{args:?}");
         assert!(outcome.error.is_some());
     }
+}
+
+#[test]
+fn fuzz_finds_each_defect_it_targets_under_its_clause() {
+    let cases = [
+        ("open-input-schemas", "PROTO-3"),
+        ("wrong-category", "ENV-5"),
+        ("key-echoed", "ENV-6"),
+        ("default-page-25", "PAG-1"),
+        ("cursor-on-last-page", "PAG-3"),
+        ("page-overlap", "PAG-4"),
+        ("analytics-unbounded", "LIM-1"),
+        ("precondition-optional", "PRE-1"),
+        ("expected-status-ignored", "PRE-2"),
+        ("lifecycle-unchecked", "PRE-3"),
+        ("key-optional", "IDEM-1"),
+        ("replay-not-flagged", "IDEM-2"),
+    ];
+    for (defect, clause) in cases {
+        let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", defect]);
+        assert_eq!(code, 1, "{defect}");
+        assert!(!of_clause(&report, clause).is_empty(), "{defect} → {clause}: {report:#}");
+    }
+}
+
+#[test]
+fn fuzz_without_a_control_api_calls_no_write_tool() {
+    let (_server, profile) = chataigne_conformance::embedded::start(
+        &[mock_server::Defect::LimitUnchecked, mock_server::Defect::KeyOptional],
+        &[],
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-ro-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (path, report) = (dir.join("profile.toml"), dir.join("fuzz.json"));
+    // The embedded profile without its control API: the server's state cannot be reset.
+    let owner = &profile.tokens["owner"];
+    let endpoint = profile.endpoint.as_deref().unwrap();
+    std::fs::write(&path, format!("endpoint = \"{endpoint}\"\n[tokens]\nowner = \"{owner}\"\n")).unwrap();
+    let outcome = chataigne_conformance::cli::execute_args(
+        [
+            "chataigne-conformance",
+            "fuzz",
+            "--profile",
+            path.to_str().unwrap(),
+            "--seed",
+            "7",
+            "--budget",
+            "200calls",
+            "--report-json",
+            report.to_str().unwrap(),
+        ],
+        std::io::sink(),
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(outcome.code, 1, "{:?}", outcome.error);
+    assert_eq!(json["read_only"], true);
+    // The read defect is found; the write defect cannot be, no write tool being called.
+    assert!(!of_clause(&json, "PAG-2").is_empty(), "{json:#}");
+    assert!(of_clause(&json, "IDEM-1").is_empty(), "{json:#}");
 }
