@@ -135,20 +135,25 @@ fn fuzz_finds_each_defect_it_targets_under_its_clause() {
     }
 }
 
-#[test]
-fn fuzz_without_a_control_api_calls_no_write_tool() {
+/// A fuzz run through a profile file of an embedded server with a read and a write defect,
+/// with its control API or without.
+fn fuzz_profile(control: bool) -> (u8, Value) {
     let (_server, profile) = chataigne_conformance::embedded::start(
         &[mock_server::Defect::LimitUnchecked, mock_server::Defect::KeyOptional],
         &[],
     )
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-ro-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-profile-{}-{control}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (path, report) = (dir.join("profile.toml"), dir.join("fuzz.json"));
-    // The embedded profile without its control API: the server's state cannot be reset.
     let owner = &profile.tokens["owner"];
     let endpoint = profile.endpoint.as_deref().unwrap();
-    std::fs::write(&path, format!("endpoint = \"{endpoint}\"\n[tokens]\nowner = \"{owner}\"\n")).unwrap();
+    let mut toml = format!("endpoint = \"{endpoint}\"\n[tokens]\nowner = \"{owner}\"\n");
+    if control {
+        let c = profile.control.as_ref().unwrap();
+        toml += &format!("[control]\nurl = \"{}\"\nsecret = \"{}\"\n", c.url, c.secret);
+    }
+    std::fs::write(&path, toml).unwrap();
     let outcome = chataigne_conformance::cli::execute_args(
         [
             "chataigne-conformance",
@@ -166,9 +171,24 @@ fn fuzz_without_a_control_api_calls_no_write_tool() {
     );
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(outcome.code, 1, "{:?}", outcome.error);
-    assert_eq!(json["read_only"], true);
+    (outcome.code, json)
+}
+
+#[test]
+fn fuzz_without_a_control_api_calls_no_write_tool() {
+    let (code, report) = fuzz_profile(false);
+    assert_eq!(code, 1);
+    assert_eq!(report["read_only"], true);
     // The read defect is found; the write defect cannot be, no write tool being called.
-    assert!(!of_clause(&json, "PAG-2").is_empty(), "{json:#}");
-    assert!(of_clause(&json, "IDEM-1").is_empty(), "{json:#}");
+    assert!(!of_clause(&report, "PAG-2").is_empty(), "{report:#}");
+    assert!(of_clause(&report, "IDEM-1").is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_with_a_control_api_fuzzes_writes_too() {
+    let (code, report) = fuzz_profile(true);
+    assert_eq!(code, 1);
+    assert_eq!(report["read_only"], false);
+    assert!(!of_clause(&report, "PAG-2").is_empty(), "{report:#}");
+    assert!(!of_clause(&report, "IDEM-1").is_empty(), "{report:#}");
 }
