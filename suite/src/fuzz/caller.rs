@@ -71,7 +71,8 @@ impl<'a> Caller<'a> {
             }
             let Some(wait) = rate_limited(&ex) else { return Some(ex) };
             let wait = wait.min(MAX_RATE_WAIT);
-            self.runtime.block_on(tokio::time::sleep(wait));
+            // Built inside the runtime: a timer needs its reactor.
+            self.runtime.block_on(async { tokio::time::sleep(wait).await });
         }
         None
     }

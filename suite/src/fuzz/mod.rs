@@ -113,6 +113,9 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
     let caller = Caller::new(&ctx, &runtime, PERSONA, meter)?;
     let engine = Engine::new(&ctx, caller, settings.seed, writes);
     engine.fuzz();
+    if let Some(reason) = engine.broken.take() {
+        anyhow::bail!("the fuzzer failed (a bug of the suite, please report it): {reason}");
+    }
     let report = engine.into_report(settings);
     if writes && let Some(control) = &ctx.control {
         // The fuzzer's writes must not leak into the next run (or the next suite run).
@@ -132,6 +135,8 @@ pub struct Engine<'a> {
     pub seed: u64,
     pub writes: bool,
     findings: RefCell<Vec<Finding>>,
+    /// Why the fuzzer itself failed, if it did: the run is then a configuration error.
+    broken: RefCell<Option<String>>,
 }
 
 impl<'a> Engine<'a> {
@@ -149,6 +154,7 @@ impl<'a> Engine<'a> {
             seed,
             writes,
             findings: RefCell::new(Vec::new()),
+            broken: RefCell::new(None),
         }
     }
 
@@ -189,7 +195,7 @@ impl<'a> Engine<'a> {
         for round in 0..MAX_ROUNDS {
             let before = self.caller.meter.borrow().calls;
             for (i, prop) in plan.iter().enumerate() {
-                if self.caller.spent() {
+                if self.caller.spent() || self.broken.borrow().is_some() {
                     return;
                 }
                 if done[i] {
@@ -285,8 +291,16 @@ impl<'a> Engine<'a> {
             *last.borrow_mut() = Some(hit);
             Err(TestCaseError::fail(reason))
         });
-        let Err(TestError::Fail(..)) = result else { return false };
-        let Some(minimal) = last.into_inner() else { return false };
+        let reason = match result {
+            Ok(()) => return false,
+            Err(TestError::Fail(reason, _)) => reason,
+            Err(TestError::Abort(reason)) => reason,
+        };
+        let Some(minimal) = last.into_inner() else {
+            // A failure no rule filed: the fuzzer's own code panicked (proptest catches panics).
+            self.broken.borrow_mut().get_or_insert_with(|| reason.to_string());
+            return true;
+        };
         let clause = minimal.fault.clause;
         // A budget spent while shrinking leaves the smallest input found so far, not a minimum.
         let complete = !self.caller.spent();

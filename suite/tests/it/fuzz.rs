@@ -192,3 +192,60 @@ fn fuzz_with_a_control_api_fuzzes_writes_too() {
     assert!(!of_clause(&report, "PAG-2").is_empty(), "{report:#}");
     assert!(!of_clause(&report, "IDEM-1").is_empty(), "{report:#}");
 }
+
+/// A fake server's profile and a fuzz run against it, with its report.
+fn fuzz_fake(fake: &crate::fake::Fake, budget: &str) -> (u8, Value) {
+    let profile = fake.profile(2000);
+    let report = profile.with_file_name("fuzz.json");
+    let outcome = chataigne_conformance::cli::execute_args(
+        [
+            "chataigne-conformance",
+            "fuzz",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--seed",
+            "3",
+            "--budget",
+            budget,
+            "--report-json",
+            report.to_str().unwrap(),
+        ],
+        std::io::sink(),
+    );
+    assert!(outcome.code < 2, "{:?}", outcome.error);
+    (outcome.code, serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap())
+}
+
+#[test]
+fn fuzz_waits_out_a_rate_limit_instead_of_judging_it() {
+    let fake = crate::fake::Fake::start();
+    fake.serve_tools(|_, _| {
+        let rid = "req_0123456789abcdefAB";
+        crate::fake::Reply::Result(serde_json::json!({
+            "isError": true,
+            "content": [{ "type": "text", "text": "Too many calls" }],
+            "structuredContent": {
+                "data": { "error": { "code": "MCP_RATE_LIMITED", "category": "rate_limit", "retryable": true,
+                    "message": "Too many calls", "request_id": rid, "retry_after_ms": 40 } },
+                "meta": { "request_id": rid },
+            },
+        }))
+    });
+    let (code, report) = fuzz_fake(&fake, "12calls");
+    assert_eq!(findings(&report), &Vec::<Value>::new(), "{report:#}");
+    assert_eq!(code, 0);
+    assert_eq!(report["calls"], 12);
+    // Every refusal but the last of each call waited its 40 ms.
+    assert!(report["elapsed_ms"].as_u64().unwrap() >= 300, "{report:#}");
+}
+
+#[test]
+fn fuzz_files_a_server_error_under_proto_2() {
+    let fake = crate::fake::Fake::start();
+    fake.serve_tools(|_, _| crate::fake::Reply::Raw(500, "text/plain", "boom".to_owned()));
+    let (code, report) = fuzz_fake(&fake, "30calls");
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "PROTO-2");
+    assert!(!found.is_empty(), "{report:#}");
+    assert!(found[0]["response"].as_str().unwrap().contains("500"), "{report:#}");
+}
