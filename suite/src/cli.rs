@@ -74,6 +74,10 @@ pub struct FuzzArgs {
     /// With --embedded: switch on one of the reference server's deliberate defects; repeatable
     #[arg(long, value_name = "NAME", requires = "embedded")]
     pub defect: Vec<String>,
+    /// With --embedded: switch on one of the reference server's allowed variants (readings the
+    /// seed allows): none is a finding; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub variant: Vec<String>,
     /// The seed of every generated case: the same seed against the same server makes the same
     /// calls and the same findings [default: drawn, and printed]
     #[arg(long, value_name = "N")]
@@ -364,6 +368,7 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
         profile: args.profile.clone(),
         embedded: args.embedded,
         defect: args.defect.clone(),
+        variant: args.variant.clone(),
         ..RunArgs::default()
     };
     let (_server, profile) = target_profile(&target)?;

@@ -73,6 +73,14 @@ impl Meter {
         }
     }
 
+    /// Time left of a time budget (a call budget has no end in time).
+    pub fn time_left(&self) -> Duration {
+        match self.budget {
+            Budget::Calls(_) => Duration::MAX,
+            Budget::Time(d) => d.saturating_sub(self.started.elapsed()),
+        }
+    }
+
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }

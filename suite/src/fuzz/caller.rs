@@ -70,7 +70,8 @@ impl<'a> Caller<'a> {
                 eprintln!("{tool} {args} -> {}", ex.summary());
             }
             let Some(wait) = rate_limited(&ex) else { return Some(ex) };
-            let wait = wait.min(MAX_RATE_WAIT);
+            // Never past the end of a time budget.
+            let wait = wait.min(MAX_RATE_WAIT).min(self.meter.borrow().time_left());
             // Built inside the runtime: a timer needs its reactor.
             self.runtime.block_on(async { tokio::time::sleep(wait).await });
         }

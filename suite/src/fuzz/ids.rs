@@ -36,8 +36,11 @@ impl IdKind {
 pub struct Pools {
     all: BTreeMap<IdKind, Vec<String>>,
     by_restaurant: BTreeMap<(IdKind, String), Vec<String>>,
-    /// Orders the dataset starts in `received`, by restaurant (for the PRE-2 sequence).
+    /// Orders of the busy restaurant the dataset starts in `received`, as (restaurant, order)
+    /// (the PRE-2 sequence moves them).
     pub received: Vec<(String, String)>,
+    /// Orders of the busy restaurant in a final status: completed, cancelled, rejected (PRE-3).
+    pub terminal: Vec<(String, String)>,
 }
 
 impl Pools {
@@ -66,8 +69,13 @@ impl Pools {
         }
         for o in &dataset.orders {
             put(&mut pools, IdKind::Order, Some(&o.restaurant_id), &o.id);
-            if o.status == "received" && &o.restaurant_id == busy {
-                pools.received.push((ids.to_server(&o.restaurant_id), ids.to_server(&o.id)));
+            let pair = || (ids.to_server(&o.restaurant_id), ids.to_server(&o.id));
+            if &o.restaurant_id == busy {
+                match o.status.as_str() {
+                    "received" => pools.received.push(pair()),
+                    "completed" | "cancelled" | "rejected" => pools.terminal.push(pair()),
+                    _ => {}
+                }
             }
         }
         for c in &dataset.conversations {
