@@ -2,7 +2,7 @@
 //! `order_id` is an order of the generated `restaurant_id` when it has one, so calls reach real
 //! records instead of stopping at "not found".
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chataigne_contract::dataset::Dataset;
 
@@ -41,13 +41,35 @@ pub struct Pools {
     pub received: Vec<(String, String)>,
     /// Orders of the busy restaurant in a final status: completed, cancelled, rejected (PRE-3).
     pub terminal: Vec<(String, String)>,
+    /// Each order, conversation and transcript's restaurant (AUTH-5).
+    pub restaurant_of: BTreeMap<String, String>,
+    /// Restaurants and organizations outside the fuzzing persona's memberships (AUTH-4).
+    pub foreign: BTreeSet<String>,
 }
 
 impl Pools {
     /// `home` first: index 0, where proptest shrinks to, is the busy home restaurant, whose
     /// records answer; the foreign tenant comes last.
-    pub fn new(dataset: &Dataset, ids: &IdMap) -> Pools {
+    pub fn new(dataset: &Dataset, ids: &IdMap, persona: &str) -> Pools {
         let mut pools = Pools::default();
+        // The persona's organizations: every other one, and its restaurants, are foreign.
+        let user = dataset.persona(persona).map(|p| p.user_id.as_str()).unwrap_or_default();
+        let mine: BTreeSet<&str> = dataset
+            .memberships
+            .iter()
+            .filter(|m| m.user_id == user && !m.revoked && m.restaurant_ids.is_none())
+            .map(|m| m.organization_id.as_str())
+            .collect();
+        for o in &dataset.organizations {
+            if !mine.contains(o.id.as_str()) {
+                pools.foreign.insert(ids.to_server(&o.id));
+            }
+        }
+        for r in &dataset.restaurants {
+            if !mine.contains(r.organization_id.as_str()) {
+                pools.foreign.insert(ids.to_server(&r.id));
+            }
+        }
         let home = &dataset.landmarks.home_organization;
         let busy = &dataset.landmarks.busy_restaurant;
         let mut restaurants: Vec<_> = dataset.restaurants.iter().collect();
@@ -58,6 +80,7 @@ impl Pools {
             let id = ids.to_server(id);
             pools.all.entry(kind).or_default().push(id.clone());
             if let Some(r) = restaurant {
+                pools.restaurant_of.insert(id.clone(), ids.to_server(r));
                 pools.by_restaurant.entry((kind, ids.to_server(r))).or_default().push(id);
             }
         };

@@ -145,7 +145,7 @@ impl<'a> Engine<'a> {
             ctx.published.tools.iter().filter_map(Tool::new).filter(|t| writes || !t.writes).collect();
         let schemas: Vec<&Value> = tools.iter().map(|t| &t.schema).collect();
         let vocabulary = strategy::vocabulary(&schemas);
-        let pools = Arc::new(ids::Pools::new(&ctx.dataset, &ctx.id_map));
+        let pools = Arc::new(ids::Pools::new(&ctx.dataset, &ctx.id_map, PERSONA));
         Engine {
             caller,
             resolver: Resolver { pools, salt: seed },
@@ -233,7 +233,8 @@ impl<'a> Engine<'a> {
         };
         self.run_property(strategy, cases, MAX_SHRINK_ITERS, rng, &|case| {
             let Some(ex) = self.caller.call(&t.name, &case.args) else { return Vec::new() };
-            let faults = oracle::judge(self.caller.ctx, t, case, &ex, self.caller.token());
+            let mut faults = oracle::judge(self.caller.ctx, t, case, &ex, self.caller.token());
+            faults.extend(oracle::access(&self.resolver.pools, &t.name, &case.args, &ex));
             let mutation = case.target.as_ref().map(Target::describe);
             faults
                 .into_iter()

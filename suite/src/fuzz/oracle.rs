@@ -6,6 +6,7 @@
 use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, MAX_MESSAGE_LIMIT};
 use serde_json::Value;
 
+use super::ids::Pools;
 use super::schema::{Mutation, Tool};
 use super::strategy::Case;
 use crate::client::Exchange;
@@ -128,6 +129,48 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
                 if more { ", more following" } else { "" }
             ),
         ));
+    }
+    out
+}
+
+/// AUTH-4 and AUTH-5 on a success, from what the dataset says of the IDs sent: a restaurant or
+/// organization outside the persona's memberships is refused (AUTH-4); a child record addressed
+/// through another restaurant than its own is not found, and a list of a restaurant holds only
+/// its records (AUTH-5). IDs the dataset does not know (created by the run) are not judged.
+pub fn access(pools: &Pools, name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
+    let mut out = Vec::new();
+    if !succeeded(ex) {
+        return out;
+    }
+    for member in ["restaurant_id", "organization_id"] {
+        if args.get(member).and_then(Value::as_str).is_some_and(|id| pools.foreign.contains(id)) {
+            out.push(fault(
+                "AUTH-4",
+                format!("{name} served `{member}` of a tenant the caller is not a member of"),
+            ));
+            return out;
+        }
+    }
+    let Some(restaurant) = args.get("restaurant_id").and_then(Value::as_str) else { return out };
+    for member in ["order_id", "conversation_id", "transcript_id"] {
+        let Some(id) = args.get(member).and_then(Value::as_str) else { continue };
+        if pools.restaurant_of.get(id).is_some_and(|own| own != restaurant) {
+            out.push(fault(
+                "AUTH-5",
+                format!("{name} served `{member}` through a restaurant that is not its own"),
+            ));
+            return out;
+        }
+    }
+    let items = ex
+        .structured()
+        .and_then(|s| s.get("data"))
+        .and_then(Value::as_object)
+        .and_then(|d| d.values().find_map(Value::as_array));
+    let stray =
+        items.into_iter().flatten().filter_map(|i| i.get("restaurant_id")?.as_str()).any(|r| r != restaurant);
+    if stray {
+        out.push(fault("AUTH-5", format!("{name} of one restaurant listed another restaurant's records")));
     }
     out
 }

@@ -66,7 +66,9 @@ impl<'e, 'a> Trail<'e, 'a> {
         let faults = match engine.tool(tool) {
             Some(t) => {
                 let case = Case { args: args.clone(), target: None };
-                oracle::judge(engine.caller.ctx, t, &case, ex, engine.caller.token())
+                let mut faults = oracle::judge(engine.caller.ctx, t, &case, ex, engine.caller.token());
+                faults.extend(oracle::access(&engine.resolver.pools, tool, args, ex));
+                faults
             }
             None => answered(ex),
         };

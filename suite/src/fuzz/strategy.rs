@@ -409,7 +409,7 @@ mod tests {
 
     fn resolver() -> Resolver {
         let dataset = crate::context::load_dataset(None).unwrap();
-        Resolver { pools: Arc::new(Pools::new(&dataset, &Default::default())), salt: 7 }
+        Resolver { pools: Arc::new(Pools::new(&dataset, &Default::default(), "owner")), salt: 7 }
     }
 
     #[test]

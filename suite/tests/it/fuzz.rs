@@ -142,6 +142,9 @@ fn fuzz_finds_each_defect_it_targets_under_its_clause() {
         ("terminal-orders-movable", "PRE-3"),
         ("key-optional", "IDEM-1"),
         ("replay-not-flagged", "IDEM-2"),
+        ("analytics-membership-ignored", "AUTH-4"),
+        ("foreign-child-visible", "AUTH-5"),
+        ("lists-span-organization", "AUTH-5"),
     ];
     for (defect, clause) in cases {
         let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", defect]);
