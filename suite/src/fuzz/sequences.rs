@@ -278,8 +278,9 @@ pub struct PreCase {
     target: Index,
 }
 
-/// PRE-3, PRE-2: an order in a final status (completed, cancelled, rejected) moved back into
-/// the lifecycle is refused; an order moved with a wrong `expected_status` is refused and
+/// ABS-2, PRE-3, PRE-2: an order cancelled or rejected is refused (ABS-2); an order in a final
+/// status (completed, cancelled, rejected) moved back into the lifecycle is refused; an order
+/// moved with a wrong `expected_status` is refused and
 /// unchanged; with the right one it moves, and get_order shows it. (A forward skip is not
 /// judged: the seed allows it, the `lifecycle-skip-forward` variant.)
 pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
@@ -303,6 +304,28 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
             let order = data.and_then(|d| d.get("order")).or(data);
             order.and_then(|o| o.get("status")).and_then(Value::as_str).map(str::to_owned)
         };
+        let (restaurant, order) = &orders[case.order.index(orders.len())];
+        let read = json!({ "restaurant_id": restaurant, "order_id": order });
+        let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
+        if let Some(faults) = trail.checked("get_order", &read, &before) {
+            return faults;
+        }
+        let Some(current) = status_of(&before) else { return Vec::new() };
+        let Some(step) = lifecycle.iter().position(|s| *s == current).filter(|i| i + 1 < lifecycle.len()) else {
+            // A final status: nothing to move.
+            return Vec::new();
+        };
+        // ABS-2: cancelling or rejecting is no tool's effect, even with the right expected_status.
+        let absent = ["cancelled", "rejected"][case.wrong.index(2)];
+        let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": absent, "expected_status": current });
+        let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+        if succeeded(&ex) {
+            let detail = format!("update_order_status moved a {current} order to {absent}");
+            return vec![trail.observed("ABS-2", detail, "update_order_status", &write, &ex)];
+        }
+        if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
+            return faults;
+        }
         if !terminal.is_empty() {
             let (restaurant, order) = &terminal[case.terminal.index(terminal.len())];
             let read = json!({ "restaurant_id": restaurant, "order_id": order });
@@ -312,7 +335,9 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
             }
             let current = status_of(&ex);
             if let Some(current) = current.filter(|c| !lifecycle[..4].contains(&c.as_str())) {
-                let back = lifecycle[1 + case.target.index(lifecycle.len() - 1)];
+                // Another status than its own: staying put is not a move back.
+                let targets: Vec<&str> = lifecycle[1..].iter().copied().filter(|s| *s != current).collect();
+                let back = targets[case.target.index(targets.len())];
                 let write =
                     json!({ "restaurant_id": restaurant, "order_id": order, "status": back, "expected_status": current });
                 let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
@@ -325,17 +350,6 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
                 }
             }
         }
-        let (restaurant, order) = &orders[case.order.index(orders.len())];
-        let read = json!({ "restaurant_id": restaurant, "order_id": order });
-        let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
-        if let Some(faults) = trail.checked("get_order", &read, &before) {
-            return faults;
-        }
-        let Some(current) = status_of(&before) else { return Vec::new() };
-        let Some(step) = lifecycle.iter().position(|s| *s == current).filter(|i| i + 1 < lifecycle.len()) else {
-            // A final status: nothing to move.
-            return Vec::new();
-        };
         let next = lifecycle[step + 1];
         let others: Vec<&str> =
             chataigne_contract::tools::ORDER_STATUSES.iter().copied().filter(|s| *s != current).collect();

@@ -140,6 +140,7 @@ fn fuzz_finds_each_defect_it_targets_under_its_clause() {
         ("expected-status-ignored", "PRE-2"),
         ("lifecycle-unchecked", "PRE-3"),
         ("terminal-orders-movable", "PRE-3"),
+        ("cancel-status-accepted", "ABS-2"),
         ("key-optional", "IDEM-1"),
         ("replay-not-flagged", "IDEM-2"),
         ("analytics-membership-ignored", "AUTH-4"),
