@@ -24,6 +24,8 @@ pub struct Caller<'a> {
     pub meter: RefCell<Meter>,
     /// The persona every call is made as.
     pub persona: String,
+    /// `CHATAIGNE_FUZZ_TRACE` set: every call and its answer's summary on stderr (no token).
+    trace: bool,
 }
 
 impl<'a> Caller<'a> {
@@ -47,6 +49,7 @@ impl<'a> Caller<'a> {
             client: RefCell::new(client),
             meter: RefCell::new(meter),
             persona: persona.to_owned(),
+            trace: std::env::var_os("CHATAIGNE_FUZZ_TRACE").is_some(),
         })
     }
 
@@ -57,7 +60,7 @@ impl<'a> Caller<'a> {
     /// One tool call, counted; `None` once the budget is spent or while the server keeps
     /// answering MCP_RATE_LIMITED (nothing to judge either way).
     pub fn call(&self, tool: &str, args: &Value) -> Option<Exchange> {
-        for _ in 0..=RATE_RETRIES {
+        for attempt in 0..=RATE_RETRIES {
             if self.spent() {
                 return None;
             }
@@ -66,10 +69,13 @@ impl<'a> Caller<'a> {
                 let mut client = self.client.borrow_mut();
                 self.runtime.block_on(client.call_tool(tool, args.clone()))
             };
-            if std::env::var_os("CHATAIGNE_FUZZ_TRACE").is_some() {
+            if self.trace {
                 eprintln!("{tool} {args} -> {}", ex.summary());
             }
             let Some(wait) = rate_limited(&ex) else { return Some(ex) };
+            if attempt == RATE_RETRIES {
+                break;
+            }
             // Never past the end of a time budget.
             let wait = wait.min(MAX_RATE_WAIT).min(self.meter.borrow().time_left());
             // Built inside the runtime: a timer needs its reactor.

@@ -113,16 +113,16 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
     let caller = Caller::new(&ctx, &runtime, PERSONA, meter)?;
     let engine = Engine::new(&ctx, caller, settings.seed, writes);
     engine.fuzz();
-    if let Some(reason) = engine.broken.take() {
-        anyhow::bail!("the fuzzer failed (a bug of the suite, please report it): {reason}");
-    }
-    let report = engine.into_report(settings);
     if writes && let Some(control) = &ctx.control {
         // The fuzzer's writes must not leak into the next run (or the next suite run).
         if let Err(e) = runtime.block_on(control.reset()) {
             let _ = writeln!(console, "warning: control API reset after fuzzing failed: {e:#}");
         }
     }
+    if let Some(reason) = engine.broken.take() {
+        anyhow::bail!("the fuzzer failed (a bug of the suite, please report it): {reason}");
+    }
+    let report = engine.into_report(settings);
     report.print(console);
     Ok(report)
 }
