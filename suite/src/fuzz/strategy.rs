@@ -198,8 +198,10 @@ fn string(name: &str, schema: &Value) -> BoxedStrategy<Drawn> {
     }
     let lo = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
     let hi = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(lo + 24).min(lo + 24).max(lo);
-    // Letters, digits, a space and two accented letters: what names and messages hold.
-    match proptest::string::string_regex(&format!("[a-zA-Z0-9 éß]{{{lo},{hi}}}")) {
+    // What names and messages hold (letters, digits, spaces, accents), and what breaks careless
+    // code: quotes, a backslash, markup, a percent sign, an emoji, a zero-width space.
+    const CLASS: &str = "[a-zA-Z0-9 éß'\"\\\\<>&%😀\u{200B}]";
+    match proptest::string::string_regex(&format!("{CLASS}{{{lo},{hi}}}")) {
         Ok(s) => s.prop_map(|s| Drawn::Json(json!(s))).boxed(),
         Err(_) => Just(Drawn::Json(json!("fuzz"))).boxed(),
     }
