@@ -30,8 +30,9 @@ pub struct Finding {
     pub request_id: Option<String>,
     /// A curl command that sends the request again.
     pub reproduction: String,
-    /// Whether proptest shrank the input to a minimum: false for other clauses the same call
-    /// broke (reported as found) and when the budget ran out while shrinking.
+    /// Whether proptest's shrinking ran to its end (its step limit included): false for other
+    /// clauses the same call broke (reported as found) and when the budget ran out while
+    /// shrinking.
     pub shrunk: bool,
     pub seed: u64,
 }
@@ -172,7 +173,7 @@ impl FuzzReport {
             if let Some(m) = &f.mutation {
                 let _ = writeln!(console, "  mutation: {m}");
             }
-            let shrunk = if f.shrunk { "minimal, shrunk" } else { "as found" };
+            let shrunk = if f.shrunk { "shrunk" } else { "as found" };
             for step in &f.steps_before {
                 let _ = writeln!(
                     console,
