@@ -169,7 +169,8 @@ impl FuzzReport {
             );
         }
         for (i, f) in self.findings.iter().enumerate() {
-            let _ = writeln!(console, "\nfinding {} [{}] {}: {}", i + 1, f.clause, f.tool, f.detail);
+            // The detail names the tool.
+            let _ = writeln!(console, "\nfinding {} [{}] {}", i + 1, f.clause, f.detail);
             if let Some(m) = &f.mutation {
                 let _ = writeln!(console, "  mutation: {m}");
             }
