@@ -280,3 +280,45 @@ fn fuzz_files_a_server_error_under_proto_2() {
     assert!(!found.is_empty(), "{report:#}");
     assert!(found[0]["response"].as_str().unwrap().contains("500"), "{report:#}");
 }
+
+/// A console the test can read after the run.
+#[derive(Clone, Default)]
+struct Console(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Console {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn fuzz_stops_at_a_time_budget_and_prints_no_token() {
+    let console = Console::default();
+    let args = [
+        "chataigne-conformance",
+        "fuzz",
+        "--embedded",
+        "--seed",
+        "5",
+        "--budget",
+        "1s",
+        "--defect",
+        "limit-unchecked",
+    ];
+    let started = std::time::Instant::now();
+    let outcome = chataigne_conformance::cli::execute_args(args, console.clone());
+    let elapsed = started.elapsed();
+    let text = String::from_utf8(console.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(outcome.code, 1, "{text}");
+    // One second of fuzzing, plus starting the server and its preflight.
+    assert!(
+        elapsed >= std::time::Duration::from_secs(1) && elapsed < std::time::Duration::from_secs(6),
+        "{elapsed:?}"
+    );
+    assert!(text.contains("[PAG-2]") && text.contains("seed 5 (--seed 5 reproduces this run)"), "{text}");
+    assert!(text.contains("$TOKEN") && !text.contains("dev-token-"), "{text}");
+}
