@@ -56,6 +56,40 @@ pub enum Command {
         #[arg(long)]
         full: bool,
     },
+    /// Fuzz a server: arguments drawn from each tool's published input schema (valid ones and
+    /// ones with one mutation), stateful sequences (cursors, idempotency keys, preconditions),
+    /// every answer judged by the contract's clauses, each failure shrunk to a minimal
+    /// reproduction. Exit 0 no finding, 1 findings, 2 a configuration error (see docs/FUZZ.md)
+    Fuzz(FuzzArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct FuzzArgs {
+    /// The profile of the server to fuzz (see `init`). Write tools are fuzzed only if it has a
+    /// control API, whose reset then runs before and after
+    #[arg(long, value_name = "FILE", conflicts_with = "embedded", required_unless_present = "embedded")]
+    pub profile: Option<PathBuf>,
+    /// Fuzz the reference server, started in-process (writes included: its state is thrown away)
+    #[arg(long)]
+    pub embedded: bool,
+    /// With --embedded: switch on one of the reference server's deliberate defects; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub defect: Vec<String>,
+    /// With --embedded: switch on one of the reference server's allowed variants (readings the
+    /// seed allows): none is a finding; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub variant: Vec<String>,
+    /// The seed of every generated case: the same seed against the same server makes the same
+    /// calls and the same findings [default: drawn, and printed]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// How much to do: a number of calls (`200calls`) or a duration (`60s`)
+    #[arg(long, value_name = "BUDGET", default_value_t = crate::fuzz::budget::DEFAULT)]
+    pub budget: crate::fuzz::budget::Budget,
+    /// Write {seed, calls, findings: [{clause, tool, arguments, request, response, request_id,
+    /// reproduction}]} as JSON
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -150,6 +184,7 @@ pub fn execute<Out: io::Write + 'static>(cli: Cli, console: Out) -> Outcome {
             crate::self_test::run(markdown.as_deref(), features.as_deref(), full, console)
                 .unwrap_or_else(Outcome::config_error)
         }
+        Some(Command::Fuzz(args)) => fuzz(&args, console).unwrap_or_else(Outcome::config_error),
         None => {
             let args = cli.run.custom.clone();
             run(cli.run, console).unwrap_or_else(|e| {
@@ -243,41 +278,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     }
     let source = FeatureSource::choose(args.features.as_deref());
 
-    #[cfg(feature = "embedded")]
-    let mut _server = None;
-    let mut profile = if args.embedded {
-        #[cfg(feature = "embedded")]
-        {
-            let defects = args
-                .defect
-                .iter()
-                .map(|name| {
-                    mock_server::Defect::parse(name).with_context(|| {
-                        format!("--defect {name}: no such defect (see `chataigne-mock defects`)")
-                    })
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let variants = args
-                .variant
-                .iter()
-                .map(|name| {
-                    mock_server::Variant::parse(name).with_context(|| {
-                        format!("--variant {name}: no such variant (see `chataigne-mock variants`)")
-                    })
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let (server, profile) = crate::embedded::start(&defects, &variants)?;
-            _server = Some(server);
-            profile
-        }
-        #[cfg(not(feature = "embedded"))]
-        bail!("--embedded: this build has no reference server (built without the `embedded` feature)")
-    } else {
-        let Some(path) = &args.profile else {
-            bail!("give --profile FILE (write one with `chataigne-conformance init FILE`) or --embedded");
-        };
-        Profile::load(path)?
-    };
+    let (_server, mut profile) = target_profile(&args)?;
     if let Some(endpoint) = &args.endpoint {
         profile.endpoint = Some(endpoint.clone());
         profile.stdio_command = None;
@@ -340,6 +341,80 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
         return Ok(Outcome { code: 2, error, report: Some(report) });
     }
     Ok(Outcome { code: report.exit_code(args.require_all), error: None, report: Some(report) })
+}
+
+/// `fuzz`: exit 0 without a finding, 1 with findings; `Err` is exit code 2.
+fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Outcome> {
+    if let Some(path) = &args.report_json {
+        create_parent(path)?;
+    }
+    let target = RunArgs {
+        profile: args.profile.clone(),
+        embedded: args.embedded,
+        defect: args.defect.clone(),
+        variant: args.variant.clone(),
+        ..RunArgs::default()
+    };
+    let (_server, profile) = target_profile(&target)?;
+    // A seed of the clock when none is given: printed, so the run can be repeated.
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    let settings = crate::fuzz::Settings { seed, budget: args.budget, disposable: args.embedded };
+    let result = crate::fuzz::run(profile, &settings, &mut console);
+    #[cfg(feature = "embedded")]
+    if args.embedded {
+        crate::embedded::finish_log(!matches!(&result, Ok(r) if r.findings.is_empty()));
+    }
+    let report = result?;
+    if let Some(path) = &args.report_json {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let code = if report.findings.is_empty() { 0 } else { 1 };
+    Ok(Outcome { code, error: None, report: None })
+}
+
+/// The reference server started in-process, stopped when dropped (`()` without the feature).
+#[cfg(feature = "embedded")]
+type Server = Option<crate::embedded::EmbeddedServer>;
+#[cfg(not(feature = "embedded"))]
+type Server = Option<()>;
+
+/// The profile `--embedded` (with its `--defect`s and `--variant`s) or `--profile` names, and
+/// the embedded server to keep alive while it is used.
+fn target_profile(args: &RunArgs) -> anyhow::Result<(Server, Profile)> {
+    if args.embedded {
+        #[cfg(feature = "embedded")]
+        {
+            let defects = args
+                .defect
+                .iter()
+                .map(|name| {
+                    mock_server::Defect::parse(name).with_context(|| {
+                        format!("--defect {name}: no such defect (see `chataigne-mock defects`)")
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let variants = args
+                .variant
+                .iter()
+                .map(|name| {
+                    mock_server::Variant::parse(name).with_context(|| {
+                        format!("--variant {name}: no such variant (see `chataigne-mock variants`)")
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let (server, profile) = crate::embedded::start(&defects, &variants)?;
+            return Ok((Some(server), profile));
+        }
+        #[cfg(not(feature = "embedded"))]
+        bail!("--embedded: this build has no reference server (built without the `embedded` feature)")
+    }
+    let Some(path) = &args.profile else {
+        bail!("give --profile FILE (write one with `chataigne-conformance init FILE`) or --embedded");
+    };
+    Ok((None, Profile::load(path)?))
 }
 
 fn create_output(path: Option<&Path>) -> anyhow::Result<Option<File>> {

@@ -16,6 +16,7 @@ pub mod control;
 pub mod embedded;
 pub mod error_reports;
 pub mod features;
+pub mod fuzz;
 pub mod invariants;
 pub mod matrices;
 pub mod preflight;

@@ -8,6 +8,7 @@ mod coverage;
 mod embedded;
 mod error_reports;
 mod fake;
+mod fuzz;
 mod layers;
 mod rate_limits;
 mod reruns;

@@ -1,0 +1,109 @@
+//! Calls made on behalf of proptest's synchronous properties: one current-thread runtime, one
+//! initialized session, the budget counted on every call, and a rate-limit refusal waited out
+//! (bounded) instead of judged: MCP_RATE_LIMITED is the server protecting itself, not a finding.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+
+use super::budget::Meter;
+use crate::client::{Exchange, McpClient};
+use crate::context::RunContext;
+
+/// The longest wait for a rate window; a server asking for more is left for another call.
+const MAX_RATE_WAIT: Duration = Duration::from_secs(3);
+/// Rate-limited retries of one call before it is given up as inconclusive.
+const RATE_RETRIES: usize = 2;
+
+pub struct Caller<'a> {
+    pub ctx: &'a RunContext,
+    pub runtime: &'a tokio::runtime::Runtime,
+    client: RefCell<McpClient>,
+    pub meter: RefCell<Meter>,
+    /// The persona every call is made as.
+    pub persona: String,
+    /// `CHATAIGNE_FUZZ_TRACE` set: every call and its answer's summary on stderr (no token).
+    trace: bool,
+}
+
+impl<'a> Caller<'a> {
+    /// An initialized session of `persona`; `Err` is a configuration error (exit code 2).
+    pub fn new(
+        ctx: &'a RunContext,
+        runtime: &'a tokio::runtime::Runtime,
+        persona: &str,
+        meter: Meter,
+    ) -> anyhow::Result<Caller<'a>> {
+        let mut client = ctx.client(persona).with_context(|| {
+            format!("the profile has no token for persona `{persona}` (the fuzzer calls as the owner)")
+        })?;
+        let ex = runtime.block_on(client.initialize());
+        if !client.is_initialized() {
+            bail!("initialize as `{persona}` failed: {}", ex.summary());
+        }
+        Ok(Caller {
+            ctx,
+            runtime,
+            client: RefCell::new(client),
+            meter: RefCell::new(meter),
+            persona: persona.to_owned(),
+            trace: std::env::var_os("CHATAIGNE_FUZZ_TRACE").is_some(),
+        })
+    }
+
+    pub fn spent(&self) -> bool {
+        self.meter.borrow().spent()
+    }
+
+    /// One tool call, counted; `None` once the budget is spent or while the server keeps
+    /// answering MCP_RATE_LIMITED (nothing to judge either way).
+    pub fn call(&self, tool: &str, args: &Value) -> Option<Exchange> {
+        for attempt in 0..=RATE_RETRIES {
+            if self.spent() {
+                return None;
+            }
+            self.meter.borrow_mut().calls += 1;
+            let ex = {
+                let mut client = self.client.borrow_mut();
+                self.runtime.block_on(client.call_tool(tool, args.clone()))
+            };
+            if self.trace {
+                eprintln!("{tool} {args} -> {}", ex.summary());
+            }
+            let Some(wait) = rate_limited(&ex) else { return Some(ex) };
+            if attempt == RATE_RETRIES {
+                break;
+            }
+            // Never past the end of a time budget.
+            let wait = wait.min(MAX_RATE_WAIT).min(self.meter.borrow().time_left());
+            // Built inside the runtime: a timer needs its reactor.
+            self.runtime.block_on(async { tokio::time::sleep(wait).await });
+        }
+        None
+    }
+
+    /// The bearer token of the persona, for the ENV-6 echo check only (never shown).
+    pub fn token(&self) -> Option<&str> {
+        self.ctx.profile.tokens.get(&self.persona).map(String::as_str)
+    }
+
+    pub fn protocol_version(&self) -> Option<String> {
+        self.client.borrow().protocol_version.clone()
+    }
+
+    pub fn session_id(&self) -> Option<String> {
+        self.client.borrow().session_id.clone()
+    }
+}
+
+/// How long the server asks to wait, when it refused the call for its rate limit.
+fn rate_limited(ex: &Exchange) -> Option<Duration> {
+    let error = ex.structured()?.pointer("/data/error")?;
+    if error.get("code").and_then(Value::as_str) != Some("MCP_RATE_LIMITED") {
+        return None;
+    }
+    let ms = error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000);
+    Some(Duration::from_millis(ms.max(10)))
+}

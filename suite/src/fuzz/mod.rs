@@ -1,0 +1,372 @@
+//! `fuzz`: stateful, contract-aware fuzzing of an MCP server. Arguments are drawn from each
+//! tool's published input schema (valid ones, and ones with a single mutation) with proptest,
+//! every answer is judged by the contract's rules (`oracle`), a few stateful sequences check
+//! cursors, idempotency and preconditions (`sequences`), and each failure is shrunk by proptest
+//! to a minimal reproduction (`report`). A seed reproduces a run against the same server.
+//!
+//! Files: `budget` (how much to do), `ids` (dataset IDs by argument), `schema` (what to
+//! generate from, which mutations, which clause), `strategy` (proptest strategies), `caller`
+//! (synchronous calls, budget, rate limits), `oracle` (judging a call), `sequences`, `report`.
+
+pub mod budget;
+pub mod caller;
+pub mod ids;
+pub mod oracle;
+pub mod report;
+pub mod schema;
+pub mod sequences;
+pub mod strategy;
+
+use std::cell::{Cell, RefCell};
+use std::fmt::Debug;
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use proptest::strategy::BoxedStrategy;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use serde_json::Value;
+
+use self::budget::{Budget, Meter};
+use self::caller::Caller;
+use self::oracle::Fault;
+use self::report::{Finding, FuzzReport};
+use self::schema::{Target, Tool};
+use self::strategy::Resolver;
+use crate::client::Exchange;
+use crate::context::RunContext;
+use crate::profile::Profile;
+
+/// The persona calls are made as: the owner reaches every tool of the home organization.
+pub const PERSONA: &str = "owner";
+/// Shrinking steps per finding at most (each is a call, or a sequence of calls).
+const MAX_SHRINK_ITERS: u32 = 48;
+/// Rounds over every property at most: a budget of time on a fast server ends long before.
+const MAX_ROUNDS: u64 = 10_000;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub seed: u64,
+    pub budget: Budget,
+    /// The server's state is thrown away after the run (`--embedded`): writes may be fuzzed
+    /// without a control API.
+    pub disposable: bool,
+}
+
+/// One failure on one call, before it becomes a finding.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub fault: Fault,
+    pub tool: String,
+    pub args: Value,
+    pub mutation: Option<String>,
+    pub ex: Exchange,
+    /// The calls of a sequence before this one, as (tool, arguments).
+    pub before: Vec<(String, Value)>,
+}
+
+/// What a round runs: one property.
+#[derive(Debug, Clone)]
+enum Prop {
+    Valid(usize),
+    Mutated(usize, Target),
+    Cursor,
+    Idempotency,
+    Precondition,
+}
+
+/// Preflight, fuzz, report. `Err`: a configuration error (exit code 2).
+pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> anyhow::Result<FuzzReport> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let ctx = runtime.block_on(crate::preflight::prepare(profile))?;
+    if let Some(fault) = &ctx.broken_protocol {
+        // A verdict, as for a run: the clause the answer to initialize breaks (exit code 1).
+        let target = report::Target {
+            endpoint: &ctx.endpoint,
+            stdio: ctx.stdio.is_some(),
+            protocol_version: None,
+            seed: settings.seed,
+        };
+        let report = FuzzReport {
+            seed: settings.seed,
+            budget: settings.budget.to_string(),
+            calls: 1,
+            elapsed_ms: 0,
+            read_only: true,
+            findings: vec![Finding::initialize(&target, fault.clause, &fault.detail)],
+        };
+        report.print(console);
+        return Ok(report);
+    }
+    if let Some(problem) = &ctx.published.problem {
+        anyhow::bail!("tools/list failed: {problem}");
+    }
+    let writes = settings.disposable || ctx.control.is_some();
+    if writes && let Some(control) = &ctx.control {
+        // A known state first: the same seed then makes the same calls meet the same records.
+        runtime.block_on(control.reset()).context("control API reset before fuzzing")?;
+    }
+    let meter = Meter::new(settings.budget);
+    let caller = Caller::new(&ctx, &runtime, PERSONA, meter)?;
+    let engine = Engine::new(&ctx, caller, settings.seed, writes);
+    engine.fuzz();
+    if writes && let Some(control) = &ctx.control {
+        // The fuzzer's writes must not leak into the next run (or the next suite run).
+        if let Err(e) = runtime.block_on(control.reset()) {
+            let _ = writeln!(console, "warning: control API reset after fuzzing failed: {e:#}");
+        }
+    }
+    if let Some(reason) = engine.broken.take() {
+        anyhow::bail!("the fuzzer failed (a bug of the suite, please report it): {reason}");
+    }
+    let report = engine.into_report(settings);
+    report.print(console);
+    Ok(report)
+}
+
+pub struct Engine<'a> {
+    pub caller: Caller<'a>,
+    pub tools: Vec<Tool>,
+    pub resolver: Resolver,
+    pub vocabulary: Vec<String>,
+    pub seed: u64,
+    pub writes: bool,
+    findings: RefCell<Vec<Finding>>,
+    /// Why the fuzzer itself failed, if it did: the run is then a configuration error.
+    broken: RefCell<Option<String>>,
+}
+
+impl<'a> Engine<'a> {
+    fn new(ctx: &'a RunContext, caller: Caller<'a>, seed: u64, writes: bool) -> Engine<'a> {
+        let tools: Vec<Tool> =
+            ctx.published.tools.iter().filter_map(Tool::new).filter(|t| writes || !t.writes).collect();
+        let schemas: Vec<&Value> = tools.iter().map(|t| &t.schema).collect();
+        let vocabulary = strategy::vocabulary(&schemas);
+        let pools = Arc::new(ids::Pools::new(&ctx.dataset, &ctx.id_map, PERSONA));
+        Engine {
+            caller,
+            resolver: Resolver { pools, salt: seed },
+            tools,
+            vocabulary,
+            seed,
+            writes,
+            findings: RefCell::new(Vec::new()),
+            broken: RefCell::new(None),
+        }
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Valid calls of every tool first, then the sequences, then each mutation, bounds first
+    /// and a mutation already tried on another tool last; again and again until the budget
+    /// is spent.
+    fn plan(&self) -> Vec<Prop> {
+        let mut props: Vec<Prop> = (0..self.tools.len()).map(Prop::Valid).collect();
+        props.push(Prop::Cursor);
+        if self.writes {
+            props.extend([Prop::Idempotency, Prop::Precondition]);
+        }
+        let mut seen = std::collections::HashMap::<String, usize>::new();
+        let mut mutations = Vec::new();
+        let by_tool: Vec<Vec<Target>> = self.tools.iter().map(|t| schema::targets(&t.schema)).collect();
+        let longest = by_tool.iter().map(Vec::len).max().unwrap_or(0);
+        // Round-robin over the tools, so no tool's mutations all come before another's.
+        for rank in 0..longest {
+            for (i, targets) in by_tool.iter().enumerate() {
+                let Some(t) = targets.get(rank) else { continue };
+                let repeats = seen.entry(t.signature()).or_insert(0);
+                mutations.push(((*repeats, t.priority(), rank, i), Prop::Mutated(i, t.clone())));
+                *repeats += 1;
+            }
+        }
+        mutations.sort_by_key(|(k, _)| *k);
+        props.extend(mutations.into_iter().map(|(_, p)| p));
+        props
+    }
+
+    fn fuzz(&self) {
+        let plan = self.plan();
+        let mut done = vec![false; plan.len()];
+        for round in 0..MAX_ROUNDS {
+            let before = self.caller.meter.borrow().calls;
+            for (i, prop) in plan.iter().enumerate() {
+                if self.caller.spent() || self.broken.borrow().is_some() {
+                    return;
+                }
+                if done[i] {
+                    continue;
+                }
+                // A sequence's first call may be refused (an ID of the foreign tenant): two tries.
+                let cases = match (prop, round) {
+                    (Prop::Valid(_) | Prop::Cursor | Prop::Idempotency | Prop::Precondition, 0) => 2,
+                    // Bounds are where servers go wrong: a second draw before other mutations.
+                    (Prop::Mutated(_, t), 0) if t.priority() == 0 => 2,
+                    (_, 0) => 1,
+                    (Prop::Cursor | Prop::Idempotency | Prop::Precondition, _) => 1,
+                    _ => 2,
+                };
+                let rng = rng(self.seed, round, i as u64);
+                done[i] = match prop {
+                    Prop::Valid(t) => self.run_case_property(*t, None, cases, rng),
+                    Prop::Mutated(t, target) => self.run_case_property(*t, Some(target), cases, rng),
+                    Prop::Cursor => sequences::cursor(self, cases, rng),
+                    Prop::Idempotency => sequences::idempotency(self, cases, rng),
+                    Prop::Precondition => sequences::precondition(self, cases, rng),
+                };
+            }
+            if self.caller.meter.borrow().calls == before {
+                return;
+            }
+        }
+    }
+
+    fn run_case_property(&self, tool: usize, target: Option<&Target>, cases: u32, rng: TestRng) -> bool {
+        let t = &self.tools[tool];
+        let strategy = match target {
+            None => strategy::valid(&t.schema, self.resolver.clone()),
+            Some(target) => strategy::mutated(&t.schema, target, &self.vocabulary, self.resolver.clone()),
+        };
+        self.run_property(strategy, cases, MAX_SHRINK_ITERS, rng, &|case| {
+            let Some(ex) = self.caller.call(&t.name, &case.args) else { return Vec::new() };
+            let mut faults = oracle::judge(self.caller.ctx, t, case, &ex, self.caller.token());
+            faults.extend(oracle::access(&self.resolver.pools, &t.name, &case.args, &ex));
+            let mutation = case.target.as_ref().map(Target::describe);
+            faults
+                .into_iter()
+                .map(|fault| Observed {
+                    fault,
+                    tool: t.name.clone(),
+                    args: case.args.clone(),
+                    mutation: mutation.clone(),
+                    ex: ex.clone(),
+                    before: Vec::new(),
+                })
+                .collect()
+        })
+    }
+
+    /// Run one property through proptest, so a failure is shrunk for real. The first failure
+    /// locks the clause: shrinking keeps an input only while it still breaks that clause.
+    /// Returns whether the property failed.
+    pub fn run_property<T: Clone + Debug>(
+        &self,
+        strategy: BoxedStrategy<T>,
+        cases: u32,
+        shrink_iters: u32,
+        rng: TestRng,
+        eval: &dyn Fn(&T) -> Vec<Observed>,
+    ) -> bool {
+        let config = Config {
+            cases,
+            max_shrink_iters: shrink_iters,
+            failure_persistence: None,
+            max_local_rejects: 0,
+            max_global_rejects: 0,
+            ..Config::default()
+        };
+        let mut runner = TestRunner::new_with_rng(config, rng);
+        let locked: Cell<Option<&'static str>> = Cell::new(None);
+        let first: RefCell<Vec<Observed>> = RefCell::new(Vec::new());
+        let last: RefCell<Option<Observed>> = RefCell::new(None);
+        let result = runner.run(&strategy, |value| {
+            if self.caller.spent() {
+                // Nothing can be judged: the input counts as passing, and a shrink stops here.
+                return Ok(());
+            }
+            let observed = eval(&value);
+            let hit = match locked.get() {
+                None => observed.first(),
+                Some(clause) => observed.iter().find(|o| o.fault.clause == clause),
+            };
+            let Some(hit) = hit.cloned() else { return Ok(()) };
+            if locked.get().is_none() {
+                locked.set(Some(hit.fault.clause));
+                *first.borrow_mut() = observed.clone();
+            }
+            let reason = hit.fault.detail.clone();
+            *last.borrow_mut() = Some(hit);
+            Err(TestCaseError::fail(reason))
+        });
+        let reason = match result {
+            Ok(()) => return false,
+            Err(TestError::Fail(reason, _)) => reason,
+            Err(TestError::Abort(reason)) => reason,
+        };
+        let Some(minimal) = last.into_inner() else {
+            // A failure no rule filed: the fuzzer's own code panicked (proptest catches panics).
+            self.broken.borrow_mut().get_or_insert_with(|| reason.to_string());
+            return true;
+        };
+        let clause = minimal.fault.clause;
+        // A budget spent while shrinking leaves the smallest input found so far, not a minimum.
+        let complete = !self.caller.spent();
+        self.file(minimal, complete);
+        // Other clauses the first failing call broke, as found (not shrunk).
+        let mut others = first.into_inner();
+        others.retain(|o| o.fault.clause != clause);
+        others.dedup_by_key(|o| o.fault.clause);
+        for o in others {
+            self.file(o, false);
+        }
+        true
+    }
+
+    fn file(&self, o: Observed, shrunk: bool) {
+        let mut findings = self.findings.borrow_mut();
+        if findings.iter().any(|f| f.clause == o.fault.clause && f.tool == o.tool && f.mutation == o.mutation)
+        {
+            return;
+        }
+        let ctx = self.caller.ctx;
+        let target = report::Target {
+            endpoint: &ctx.endpoint,
+            stdio: ctx.stdio.is_some(),
+            protocol_version: self.caller.protocol_version(),
+            seed: self.seed,
+        };
+        findings.push(Finding::new(
+            &target,
+            o.fault.clause,
+            o.fault.detail,
+            (&o.tool, &o.args),
+            o.mutation,
+            &o.ex,
+            &o.before,
+            shrunk,
+        ));
+    }
+
+    fn into_report(self, settings: &Settings) -> FuzzReport {
+        let meter = self.caller.meter.borrow();
+        FuzzReport {
+            seed: self.seed,
+            budget: settings.budget.to_string(),
+            calls: meter.calls,
+            elapsed_ms: meter.elapsed().as_millis(),
+            read_only: !self.writes,
+            findings: self.findings.take(),
+        }
+    }
+}
+
+/// The generator of one property in one round: a function of the seed alone, so a seed
+/// reproduces every case whatever ran before.
+pub fn rng(seed: u64, round: u64, index: u64) -> TestRng {
+    // splitmix64: well-spread bytes from a few integers.
+    let mut state =
+        seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}

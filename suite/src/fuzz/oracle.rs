@@ -1,0 +1,227 @@
+//! What every fuzzed call is judged by, each failure filed under its clause: an answer at all
+//! and no 5xx (PROTO-2), the transport's and the envelope's rules (`invariants`), structured
+//! content valid against the published output schema (PROTO-4), and a refusal for arguments the
+//! schema forbids (the clause of the broken bound, else PROTO-3).
+
+use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, MAX_MESSAGE_LIMIT};
+use serde_json::Value;
+
+use super::ids::Pools;
+use super::schema::{Mutation, Tool};
+use super::strategy::Case;
+use crate::client::Exchange;
+use crate::context::RunContext;
+use crate::invariants;
+
+/// One broken rule, seen on one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    pub clause: &'static str,
+    pub detail: String,
+}
+
+fn fault(clause: &'static str, detail: String) -> Fault {
+    Fault { clause, detail }
+}
+
+/// Every rule `ex`, the answer to `case` on `tool`, breaks.
+pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: Option<&str>) -> Vec<Fault> {
+    let name = &tool.name;
+    let mut out = answered(ex);
+    if !out.is_empty() {
+        return out;
+    }
+    out.extend(invariants::check_protocol(ex).into_iter().map(|v| fault(v.clause, v.detail)));
+    out.extend(invariants::check(ex, token).into_iter().map(|v| fault(v.clause, v.detail)));
+    let must_refuse = !tool.accepts(&case.args);
+    let target = case.target.as_ref().filter(|_| must_refuse);
+    if let Some(err) = ex.rpc_error() {
+        let code = err.get("code").and_then(Value::as_i64).unwrap_or_default();
+        match (must_refuse, code) {
+            (true, -32602 | -32600) => {}
+            (true, _) => out.push(fault(
+                "PROTO-2",
+                format!("{name}: arguments the schema forbids got JSON-RPC error {code}, not -32602 nor a validation error"),
+            )),
+            (false, _) => out.push(fault(
+                "PROTO-3",
+                format!("{name}: arguments valid against the published input schema got JSON-RPC error {code}"),
+            )),
+        }
+        return out;
+    }
+    out.extend(output_schema(ctx, name, ex));
+    if !must_refuse && succeeded(ex) {
+        out.extend(page_sizes(name, &case.args, ex));
+        if ex.texts().is_empty() {
+            out.push(fault("ENV-1", format!("{name}: a success without a text content block")));
+        }
+    }
+    let category = ex.structured().and_then(|s| s.pointer("/data/error/category")).and_then(Value::as_str);
+    if must_refuse
+        && ex.is_error()
+        && let Some(category) = category.filter(|c| !REFUSALS.contains(c))
+    {
+        // Not refused for its arguments: the server went further with input it must not read.
+        let what = target.map_or_else(|| "arguments the input schema forbids".to_owned(), |t| t.describe());
+        let clause = target.map_or("PROTO-3", |t| t.clause(name));
+        out.push(fault(
+            clause,
+            format!(
+                "{name}: {what} answered {} (category {category}), not a validation refusal",
+                ex.summary()
+            ),
+        ));
+    }
+    if must_refuse && !ex.is_error() {
+        let what = target.map_or_else(|| "arguments the input schema forbids".to_owned(), |t| t.describe());
+        let clamped = target.is_some_and(|t| {
+            // PAG-8 lets a server clamp message_limit instead of refusing it.
+            t.field == "message_limit"
+                && matches!(t.mutation, Mutation::AboveMaximum(_))
+                && ex
+                    .structured()
+                    .and_then(|s| s.pointer("/data/messages"))
+                    .and_then(Value::as_array)
+                    .is_some_and(|m| m.len() <= 100)
+        });
+        if !clamped {
+            let clause = target.map_or("PROTO-3", |t| t.clause(name));
+            out.push(fault(clause, format!("{name} accepted {what} ({})", ex.summary())));
+        }
+    }
+    out
+}
+
+/// What a call with forbidden arguments may be refused as: a validation error, or the refusals
+/// a server that checks access before the input schema gives (AUTH-8's order is the
+/// reference's, not the seed's), or its rate limit.
+const REFUSALS: [&str; 5] = ["validation", "authentication", "authorization", "not_found", "rate_limit"];
+
+/// PAG-1 and PAG-8: page sizes. Without `limit`, a page holds at most 20 items; conversation
+/// detail returns at most
+/// `message_limit` messages, 50 without it, never over 100.
+fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
+    let mut out = Vec::new();
+    let Some(s) = ex.structured() else { return out };
+    if name == "get_conversation" {
+        let n = s.pointer("/data/messages").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+        let most = args.get("message_limit").and_then(Value::as_u64).unwrap_or(DEFAULT_MESSAGE_LIMIT as u64);
+        if n > most.min(MAX_MESSAGE_LIMIT as u64) {
+            out.push(fault("PAG-8", format!("{name}: {n} messages in one answer (at most {most})")));
+        }
+        return out;
+    }
+    let is_list = chataigne_contract::ToolName::parse(name)
+        .is_some_and(|t| t.input_schema().pointer("/properties/limit").is_some());
+    if !is_list || args.get("limit").is_some() {
+        return out;
+    }
+    let items = s.get("data").and_then(Value::as_object).and_then(|d| d.values().find_map(Value::as_array));
+    let Some(n) = items.map(Vec::len) else { return out };
+    let more = s.pointer("/meta/next_cursor").is_some_and(|c| !c.is_null());
+    // Fewer than 20 with a cursor is not judged here: a last page with a stray cursor is PAG-3's.
+    if n > DEFAULT_LIMIT {
+        out.push(fault(
+            "PAG-1",
+            format!(
+                "{name} without `limit`: a page of {n} items{}",
+                if more { ", more following" } else { "" }
+            ),
+        ));
+    }
+    out
+}
+
+/// AUTH-4 and AUTH-5 on a success, from what the dataset says of the IDs sent: a restaurant or
+/// organization outside the persona's memberships is refused (AUTH-4); a child record addressed
+/// through another restaurant than its own is not found, and a list of a restaurant holds only
+/// its records (AUTH-5). IDs the dataset does not know (created by the run) are not judged.
+pub fn access(pools: &Pools, name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
+    let mut out = Vec::new();
+    if !succeeded(ex) {
+        return out;
+    }
+    for member in ["restaurant_id", "organization_id"] {
+        if args.get(member).and_then(Value::as_str).is_some_and(|id| pools.foreign.contains(id)) {
+            out.push(fault(
+                "AUTH-4",
+                format!("{name} served `{member}` of a tenant the caller is not a member of"),
+            ));
+            return out;
+        }
+    }
+    let Some(restaurant) = args.get("restaurant_id").and_then(Value::as_str) else { return out };
+    for member in ["order_id", "conversation_id", "transcript_id"] {
+        let Some(id) = args.get(member).and_then(Value::as_str) else { continue };
+        if pools.restaurant_of.get(id).is_some_and(|own| own != restaurant) {
+            out.push(fault(
+                "AUTH-5",
+                format!("{name} served `{member}` through a restaurant that is not its own"),
+            ));
+            return out;
+        }
+    }
+    let items = ex
+        .structured()
+        .and_then(|s| s.get("data"))
+        .and_then(Value::as_object)
+        .and_then(|d| d.values().find_map(Value::as_array));
+    let stray =
+        items.into_iter().flatten().filter_map(|i| i.get("restaurant_id")?.as_str()).any(|r| r != restaurant);
+    if stray {
+        out.push(fault("AUTH-5", format!("{name} of one restaurant listed another restaurant's records")));
+    }
+    out
+}
+
+/// PROTO-2: an answer came, not a 5xx, and it is a JSON-RPC message.
+pub fn answered(ex: &Exchange) -> Vec<Fault> {
+    let what = ex.tool.as_deref().unwrap_or(&ex.method);
+    match ex.response() {
+        None => vec![fault("PROTO-2", format!("{what}: {}", ex.summary()))],
+        Some(r) if r.status.is_some_and(|s| s >= 500) => {
+            vec![fault("PROTO-2", format!("{what}: HTTP {} to a tools/call", r.status.unwrap_or_default()))]
+        }
+        Some(r) if r.message.is_none() => {
+            vec![fault("PROTO-2", format!("{what}: no JSON-RPC answer ({})", ex.summary()))]
+        }
+        Some(_) => Vec::new(),
+    }
+}
+
+/// PROTO-4: the structured content validates against the tool's published output schema.
+pub fn output_schema(ctx: &RunContext, name: &str, ex: &Exchange) -> Vec<Fault> {
+    let Some(Ok(validator)) = ctx.published.output_validators.get(name) else { return Vec::new() };
+    match ex.structured() {
+        None if ex.result().is_some() => {
+            vec![fault(
+                "PROTO-4",
+                format!("{name}: a result without structuredContent, though the tool has an outputSchema"),
+            )]
+        }
+        None => Vec::new(),
+        Some(s) => {
+            let failures = validator.failures(s);
+            if failures.is_empty() {
+                Vec::new()
+            } else {
+                let shown: Vec<&str> = failures.iter().take(3).map(String::as_str).collect();
+                vec![fault(
+                    "PROTO-4",
+                    format!("{name}: structuredContent off the output schema: {}", shown.join("; ")),
+                )]
+            }
+        }
+    }
+}
+
+/// The error code of a tool error.
+pub fn error_code(ex: &Exchange) -> Option<&str> {
+    ex.structured()?.pointer("/data/error/code")?.as_str()
+}
+
+/// A success: a result that is not a tool error.
+pub fn succeeded(ex: &Exchange) -> bool {
+    ex.result().is_some() && !ex.is_error()
+}

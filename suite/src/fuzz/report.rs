@@ -1,0 +1,219 @@
+//! Findings as a person reproduces them: the minimal arguments, the JSON-RPC body, a curl line
+//! (token as `$TOKEN`), the answer's summary and request_id, the clause and the seed; printed,
+//! and written as JSON with `--report-json`. Tokens are never printed nor stored.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::client::Exchange;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Finding {
+    pub clause: &'static str,
+    pub tool: String,
+    pub arguments: Value,
+    /// What the rule says was wrong.
+    pub detail: String,
+    /// The mutation the arguments carry, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutation: Option<String>,
+    /// The calls a sequence made before this one, in order: {tool, arguments}.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps_before: Vec<Value>,
+    /// The JSON-RPC request body.
+    pub request: Value,
+    /// The answer, in one line.
+    pub response: String,
+    pub request_id: Option<String>,
+    /// A curl command that sends the request again.
+    pub reproduction: String,
+    /// Whether proptest's shrinking ran to its end (its step limit included): false for other
+    /// clauses the same call broke (reported as found) and when the budget ran out while
+    /// shrinking.
+    pub shrunk: bool,
+    pub seed: u64,
+}
+
+/// The context a reproduction needs.
+pub struct Target<'a> {
+    pub endpoint: &'a str,
+    pub stdio: bool,
+    pub protocol_version: Option<String>,
+    pub seed: u64,
+}
+
+impl Finding {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        target: &Target<'_>,
+        clause: &'static str,
+        detail: String,
+        (tool, arguments): (&str, &Value),
+        mutation: Option<String>,
+        ex: &Exchange,
+        before: &[(String, Value)],
+        shrunk: bool,
+    ) -> Finding {
+        // Built again rather than taken from the exchange, whose copy is cut for display.
+        let body = |id: u64, tool: &str, arguments: &Value| {
+            json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": "tools/call",
+                "params": { "name": tool, "arguments": arguments },
+            })
+        };
+        let request = body(ex.rpc_id.unwrap_or(1), tool, arguments);
+        // A sequence is reproduced step by step (cursors and created IDs differ on another run).
+        let mut lines: Vec<String> =
+            before.iter().enumerate().map(|(i, (t, a))| curl(target, &body(i as u64 + 1, t, a))).collect();
+        lines.push(curl(target, &request));
+        Finding {
+            clause,
+            tool: tool.to_owned(),
+            arguments: arguments.clone(),
+            detail,
+            mutation,
+            steps_before: before.iter().map(|(t, a)| json!({ "tool": t, "arguments": a })).collect(),
+            reproduction: lines.join("\n"),
+            request,
+            response: ex.summary(),
+            request_id: ex.request_id().map(str::to_owned),
+            shrunk,
+            seed: target.seed,
+        }
+    }
+}
+
+impl Finding {
+    /// The server's answer to `initialize` cannot be read: nothing else was called.
+    pub fn initialize(target: &Target<'_>, clause: &'static str, detail: &str) -> Finding {
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": crate::client::PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": { "name": "chataigne-conformance", "version": env!("CARGO_PKG_VERSION") },
+            },
+        });
+        // The detail holds the whole exchange; the summary is its first sentence.
+        let response = detail.split(" request as ").next().unwrap_or(detail).to_owned();
+        Finding {
+            clause,
+            tool: "initialize".to_owned(),
+            arguments: Value::Null,
+            detail: detail.to_owned(),
+            mutation: None,
+            steps_before: Vec::new(),
+            reproduction: curl(target, &request),
+            request,
+            response,
+            request_id: None,
+            shrunk: false,
+            seed: target.seed,
+        }
+    }
+}
+
+/// A curl line for `request`. The session of the run is gone: a server that keeps sessions
+/// wants an `initialize` first (docs/FUZZ.md).
+pub fn curl(target: &Target<'_>, request: &Value) -> String {
+    if target.stdio {
+        return format!("echo '{}' | <the stdio command, after initialize>", quote(&request.to_string()));
+    }
+    let version = target.protocol_version.as_deref().unwrap_or(crate::client::PROTOCOL_VERSION);
+    format!(
+        "curl -sS -X POST '{}' -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' -H \"authorization: Bearer $TOKEN\" -H 'mcp-protocol-version: {version}' --data-raw '{}'",
+        quote(target.endpoint),
+        quote(&request.to_string())
+    )
+}
+
+/// Text safe inside single quotes in a POSIX shell.
+fn quote(text: &str) -> String {
+    text.replace('\'', "'\\''")
+}
+
+/// What a fuzz run came to.
+#[derive(Debug, Serialize)]
+pub struct FuzzReport {
+    pub seed: u64,
+    pub budget: String,
+    pub calls: u64,
+    pub elapsed_ms: u128,
+    /// Writes were not fuzzed: the server's state could not be reset afterwards.
+    pub read_only: bool,
+    pub findings: Vec<Finding>,
+}
+
+impl FuzzReport {
+    pub fn per_clause(&self) -> BTreeMap<&'static str, usize> {
+        let mut out = BTreeMap::new();
+        for f in &self.findings {
+            *out.entry(f.clause).or_insert(0) += 1;
+        }
+        out
+    }
+
+    pub fn print(&self, console: &mut dyn Write) {
+        let _ = writeln!(console, "chataigne-conformance fuzz: seed {}, budget {}", self.seed, self.budget);
+        if self.read_only {
+            let _ = writeln!(
+                console,
+                "read-only: no write tool was called (the profile has no control API to reset the server's state)"
+            );
+        }
+        for (i, f) in self.findings.iter().enumerate() {
+            // The detail names the tool.
+            let _ = writeln!(console, "\nfinding {} [{}] {}", i + 1, f.clause, f.detail);
+            if let Some(m) = &f.mutation {
+                let _ = writeln!(console, "  mutation: {m}");
+            }
+            let shrunk = if f.shrunk { "shrunk" } else { "as found" };
+            for step in &f.steps_before {
+                let _ = writeln!(
+                    console,
+                    "  after: {} {}",
+                    step["tool"].as_str().unwrap_or_default(),
+                    step["arguments"]
+                );
+            }
+            let _ = writeln!(console, "  arguments ({shrunk}): {}", f.arguments);
+            let _ = writeln!(console, "  response: {}", f.response);
+            let _ = writeln!(console, "  request_id: {}", f.request_id.as_deref().unwrap_or("(none)"));
+            let _ = writeln!(console, "  reproduce: {}", f.reproduction);
+        }
+        let per: Vec<String> = self.per_clause().iter().map(|(c, n)| format!("{c}: {n}")).collect();
+        let rate = self.calls as f64 / (self.elapsed_ms.max(1) as f64 / 1000.0);
+        let _ = writeln!(
+            console,
+            "\n{} calls in {:.1} s ({rate:.0} calls/s), {} finding(s){}{}; seed {} (--seed {} reproduces this run)",
+            self.calls,
+            self.elapsed_ms as f64 / 1000.0,
+            self.findings.len(),
+            if per.is_empty() { "" } else { ": " },
+            per.join(", "),
+            self.seed,
+            self.seed
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reproduction_quotes_the_body_and_names_no_token() {
+        let target =
+            Target { endpoint: "http://127.0.0.1:1/mcp", stdio: false, protocol_version: None, seed: 1 };
+        let line = curl(&target, &json!({ "params": { "arguments": { "text": "l'addition" } } }));
+        assert!(line.contains("l'\\''addition"), "{line}");
+        assert!(line.contains("Bearer $TOKEN"), "{line}");
+    }
+}

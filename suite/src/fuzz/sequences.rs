@@ -1,0 +1,399 @@
+//! Stateful sequences, each a proptest property whose case is a whole sequence (shrinking
+//! replays it): a walk through a list's pages then one tampered cursor (PAG-5); a keyed write,
+//! its replay and the key reused with other arguments (IDEM-2, IDEM-3); an order moved with a
+//! wrong then the right `expected_status`, read back after each (PRE-2). Writes run only when
+//! the server's state is reset afterwards.
+
+use proptest::prelude::*;
+use proptest::sample::{Index, select};
+use proptest::strategy::Union;
+use proptest::test_runner::TestRng;
+use serde_json::{Value, json};
+
+use super::oracle::{self, Fault, answered, error_code, succeeded};
+use super::strategy::{self, Case};
+use super::{Engine, Observed};
+use crate::client::Exchange;
+
+/// Pages read at most in one walk: the busy restaurant's orders in pages of 8 or more.
+const MAX_PAGES: usize = 20;
+/// Shrinking steps of a sequence at most: each replays the whole sequence.
+const SHRINK_ITERS: u32 = 12;
+/// Characters a cursor byte is replaced with (URL-safe base64 and the dot many servers use).
+const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
+
+/// The calls of one sequence so far, so a finding shows the steps that led to it.
+struct Trail<'e, 'a> {
+    engine: &'e Engine<'a>,
+    steps: Vec<(String, Value)>,
+}
+
+impl<'e, 'a> Trail<'e, 'a> {
+    fn new(engine: &'e Engine<'a>) -> Self {
+        Trail { engine, steps: Vec::new() }
+    }
+
+    fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
+        self.steps.push((tool.to_owned(), args.clone()));
+        self.engine.caller.call(tool, args)
+    }
+
+    /// A failure of the call of `tool` with `args`, after the steps before it.
+    fn observed(
+        &self,
+        clause: &'static str,
+        detail: String,
+        tool: &str,
+        args: &Value,
+        ex: &Exchange,
+    ) -> Observed {
+        let at = self.steps.iter().rposition(|(t, a)| t == tool && a == args).unwrap_or(self.steps.len());
+        Observed {
+            fault: Fault { clause, detail },
+            tool: tool.to_owned(),
+            args: args.clone(),
+            mutation: None,
+            ex: ex.clone(),
+            before: self.steps[..at].to_vec(),
+        }
+    }
+
+    /// Every rule of a single call (`oracle::judge`, the arguments valid), on a call of a
+    /// sequence: a sequence also reaches answers the argument fuzz does not (a real cursor, a
+    /// replay, a mismatch).
+    fn checked(&self, tool: &str, args: &Value, ex: &Exchange) -> Option<Vec<Observed>> {
+        let engine = self.engine;
+        let faults = match engine.tool(tool) {
+            Some(t) => {
+                let case = Case { args: args.clone(), target: None };
+                let mut faults = oracle::judge(engine.caller.ctx, t, &case, ex, engine.caller.token());
+                faults.extend(oracle::access(&engine.resolver.pools, tool, args, ex));
+                faults
+            }
+            None => answered(ex),
+        };
+        (!faults.is_empty())
+            .then(|| faults.into_iter().map(|f| self.observed(f.clause, f.detail, tool, args, ex)).collect())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CursorCase {
+    tool: String,
+    args: Value,
+    page: Index,
+    position: Index,
+    replacement: Index,
+}
+
+/// PAG-5: every page of a list, then one of its cursors with one character changed.
+pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+    let busy = engine.resolver.pools.first(super::ids::IdKind::Restaurant);
+    // Lists with over 20 items in the busy restaurant (proptest shrinks towards the first);
+    // the others only when neither is published.
+    let lists: Vec<(String, Value)> = ["list_orders", "list_conversations"]
+        .into_iter()
+        .filter(|name| engine.tool(name).is_some())
+        .chain(["list_restaurants", "list_instructions", "list_organizations"])
+        .take(2)
+        .filter_map(|name| {
+            let tool = engine.tool(name)?;
+            tool.has_property("cursor").then_some(())?;
+            let mut args = json!({});
+            if tool.has_property("restaurant_id") {
+                args["restaurant_id"] = json!(busy.clone()?);
+            }
+            Some((name.to_owned(), args))
+        })
+        .collect();
+    if lists.is_empty() {
+        return false;
+    }
+    // Pages of 4 to 20 items, so a list of over 20 has several; shrinking goes to 20, fewer
+    // pages to walk again.
+    // Half the walks without `limit`: pages of the default size, 20 (PAG-1).
+    let strategy = (select(lists), any::<bool>(), 0u64..17, any::<Index>(), any::<Index>(), any::<Index>())
+        .prop_map(|((tool, mut args), default, n, page, position, replacement)| {
+            if !default {
+                args["limit"] = json!(20 - n);
+            }
+            CursorCase { tool, args, page, position, replacement }
+        })
+        .boxed();
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+        let mut trail = Trail::new(engine);
+        let mut cursors = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut args = case.args.clone();
+        for page in 0..MAX_PAGES {
+            let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
+            if let Some(faults) = trail.checked(&case.tool, &args, &ex) {
+                return faults;
+            }
+            let items = ex
+                .structured()
+                .and_then(|s| s.get("data"))
+                .and_then(Value::as_object)
+                .and_then(|d| d.values().find_map(Value::as_array))
+                .cloned()
+                .unwrap_or_default();
+            if page > 0 && items.is_empty() {
+                let detail = format!("{}: the previous page's next_cursor led to an empty page", case.tool);
+                return vec![trail.observed("PAG-3", detail, &case.tool, &args, &ex)];
+            }
+            for item in &items {
+                let id = item.get("id").map_or_else(|| item.to_string(), Value::to_string);
+                if !seen.insert(id.clone()) {
+                    let detail = format!("{}: item {id} came on two pages of one walk", case.tool);
+                    return vec![trail.observed("PAG-4", detail, &case.tool, &args, &ex)];
+                }
+            }
+            let next = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+            let Some(next) = next.filter(|c| !c.is_empty()) else { break };
+            cursors.push(next.to_owned());
+            args["cursor"] = json!(next);
+        }
+        if cursors.is_empty() {
+            return Vec::new();
+        }
+        let chosen = case.page.index(cursors.len());
+        let original = &cursors[chosen];
+        // The reproduction needs the pages up to the one that gave this cursor, no more.
+        trail.steps.truncate(chosen + 1);
+        let mut bytes = original.clone().into_bytes();
+        let at = case.position.index(bytes.len());
+        let mut pick = case.replacement.index(ALPHABET.len());
+        if ALPHABET[pick] == bytes[at] {
+            pick = (pick + 1) % ALPHABET.len();
+        }
+        bytes[at] = ALPHABET[pick];
+        let tampered = String::from_utf8_lossy(&bytes).into_owned();
+        let mut args = case.args.clone();
+        args["cursor"] = json!(tampered);
+        let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
+        // PAG-5 first: it is what this call is for; then every rule of a single call.
+        match error_code(&ex) {
+            Some("MCP_CURSOR_INVALID") => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+            _ if answered(&ex).is_empty() => vec![trail.observed(
+                "PAG-5",
+                format!(
+                    "{}: a cursor with character {at} changed was not refused with MCP_CURSOR_INVALID ({})",
+                    case.tool,
+                    ex.summary()
+                ),
+                &case.tool,
+                &args,
+                &ex,
+            )],
+            _ => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+        }
+    })
+}
+
+/// IDEM-2 and IDEM-3: a keyed write, the same call again, then the key with other arguments.
+pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+    // The organization first: any user may create one, so the first call succeeds.
+    let order = ["create_organization", "create_instruction", "send_message", "create_restaurant"];
+    let mut keyed: Vec<&super::schema::Tool> =
+        engine.tools.iter().filter(|t| t.has_property("idempotency_key")).collect();
+    keyed.sort_by_key(|t| order.iter().position(|n| *n == t.name).unwrap_or(order.len()));
+    if keyed.is_empty() {
+        return false;
+    }
+    let arms: Vec<(u32, BoxedStrategy<(String, Case)>)> = keyed
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let name = t.name.clone();
+            let weight = if i == 0 { 3 } else { 1 };
+            (
+                weight,
+                strategy::valid(&t.schema, engine.resolver.clone())
+                    .prop_map(move |c| (name.clone(), c))
+                    .boxed(),
+            )
+        })
+        .collect();
+    let strategy = Union::new_weighted(arms).boxed();
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|(tool, case)| {
+        let mut trail = Trail::new(engine);
+        let args = &case.args;
+        let Some(first) = trail.call(tool, args) else { return Vec::new() };
+        if let Some(faults) = trail.checked(tool, args, &first) {
+            return faults;
+        }
+        if !succeeded(&first) {
+            // A refused first call stores nothing: nothing to replay.
+            return Vec::new();
+        }
+        let Some(again) = trail.call(tool, args) else { return Vec::new() };
+        if let Some(faults) = trail.checked(tool, args, &again) {
+            return faults;
+        }
+        let data = |ex: &Exchange| ex.structured().and_then(|s| s.get("data")).cloned();
+        let replayed = again.structured().and_then(|s| s.pointer("/meta/replayed")).and_then(Value::as_bool);
+        if !succeeded(&again) || replayed != Some(true) || data(&again) != data(&first) {
+            let why = if !succeeded(&again) {
+                format!("was not replayed ({})", again.summary())
+            } else if replayed != Some(true) {
+                format!("was answered with meta.replayed {replayed:?}, not true")
+            } else {
+                "was answered with other data than the first call's".to_owned()
+            };
+            return vec![trail.observed("IDEM-2", format!("{tool}: the same key and arguments again {why}"), tool, args, &again)];
+        }
+        if again.request_id().is_some() && again.request_id() == first.request_id() {
+            let detail = format!("{tool}: the replay carries the first call's request_id (each call gets its own)");
+            return vec![trail.observed("ENV-2", detail, tool, args, &again)];
+        }
+        // Other arguments: one text member changed, the key kept.
+        let mut other = args.clone();
+        let Some(member) = ["text", "name"].into_iter().find(|m| other.get(*m).is_some_and(Value::is_string)) else {
+            return Vec::new();
+        };
+        let changed = format!("{} (other)", other[member].as_str().unwrap_or_default());
+        other[member] = json!(changed);
+        let Some(third) = trail.call(tool, &other) else { return Vec::new() };
+        if let Some(faults) = trail.checked(tool, &other, &third) {
+            return faults;
+        }
+        if error_code(&third) == Some("MCP_IDEMPOTENCY_MISMATCH") {
+            return Vec::new();
+        }
+        vec![trail.observed(
+            "IDEM-3",
+            format!("{tool}: the key reused with another `{member}` was not refused with MCP_IDEMPOTENCY_MISMATCH ({})", third.summary()),
+            tool,
+            &other,
+            &third,
+        )]
+    })
+}
+
+#[derive(Debug, Clone)]
+pub struct PreCase {
+    order: Index,
+    wrong: Index,
+    terminal: Index,
+    target: Index,
+}
+
+/// ABS-2, PRE-3, PRE-2: an order cancelled or rejected is refused (ABS-2); an order in a final
+/// status (completed, cancelled, rejected) moved back into the lifecycle is refused; an order
+/// moved with a wrong `expected_status` is refused and
+/// unchanged; with the right one it moves, and get_order shows it. (A forward skip is not
+/// judged: the seed allows it, the `lifecycle-skip-forward` variant.)
+pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+    if engine.tool("update_order_status").is_none() || engine.tool("get_order").is_none() {
+        return false;
+    }
+    let orders = engine.resolver.pools.received.clone();
+    if orders.is_empty() {
+        return false;
+    }
+    let terminal = engine.resolver.pools.terminal.clone();
+    let strategy = (any::<Index>(), any::<Index>(), any::<Index>(), any::<Index>())
+        .prop_map(|(order, wrong, terminal, target)| PreCase { order, wrong, terminal, target })
+        .boxed();
+    let lifecycle = chataigne_contract::tools::ORDER_LIFECYCLE;
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+        let mut trail = Trail::new(engine);
+        // The order under data.order, or as data itself (the `bare-order-data` variant).
+        let status_of = |ex: &Exchange| {
+            let data = ex.structured().and_then(|s| s.get("data"));
+            let order = data.and_then(|d| d.get("order")).or(data);
+            order.and_then(|o| o.get("status")).and_then(Value::as_str).map(str::to_owned)
+        };
+        let (restaurant, order) = &orders[case.order.index(orders.len())];
+        let read = json!({ "restaurant_id": restaurant, "order_id": order });
+        let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
+        if let Some(faults) = trail.checked("get_order", &read, &before) {
+            return faults;
+        }
+        let Some(current) = status_of(&before) else { return Vec::new() };
+        let Some(step) = lifecycle.iter().position(|s| *s == current).filter(|i| i + 1 < lifecycle.len()) else {
+            // A final status: nothing to move.
+            return Vec::new();
+        };
+        // ABS-2: cancelling or rejecting is no tool's effect, even with the right expected_status.
+        let absent = ["cancelled", "rejected"][case.wrong.index(2)];
+        let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": absent, "expected_status": current });
+        let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+        if succeeded(&ex) {
+            let detail = format!("update_order_status moved a {current} order to {absent}");
+            return vec![trail.observed("ABS-2", detail, "update_order_status", &write, &ex)];
+        }
+        if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
+            return faults;
+        }
+        if !terminal.is_empty() {
+            let (restaurant, order) = &terminal[case.terminal.index(terminal.len())];
+            let read = json!({ "restaurant_id": restaurant, "order_id": order });
+            let Some(ex) = trail.call("get_order", &read) else { return Vec::new() };
+            if let Some(faults) = trail.checked("get_order", &read, &ex) {
+                return faults;
+            }
+            let current = status_of(&ex);
+            if let Some(current) = current.filter(|c| !lifecycle[..4].contains(&c.as_str())) {
+                // Another status than its own: staying put is not a move back.
+                let targets: Vec<&str> = lifecycle[1..].iter().copied().filter(|s| *s != current).collect();
+                let back = targets[case.target.index(targets.len())];
+                let write =
+                    json!({ "restaurant_id": restaurant, "order_id": order, "status": back, "expected_status": current });
+                let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+                if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
+                    return faults;
+                }
+                if succeeded(&ex) {
+                    let detail = format!("update_order_status moved a {current} order back to {back}");
+                    return vec![trail.observed("PRE-3", detail, "update_order_status", &write, &ex)];
+                }
+            }
+        }
+        let next = lifecycle[step + 1];
+        let others: Vec<&str> =
+            chataigne_contract::tools::ORDER_STATUSES.iter().copied().filter(|s| *s != current).collect();
+        let wrong = others[case.wrong.index(others.len())];
+        let mut write = read.clone();
+        write["status"] = json!(next);
+        write["expected_status"] = json!(wrong);
+        let Some(refused) = trail.call("update_order_status", &write) else { return Vec::new() };
+        if let Some(faults) = trail.checked("update_order_status", &write, &refused) {
+            return faults;
+        }
+        let precondition = matches!(
+            error_code(&refused),
+            Some("MCP_EXPECTED_STATE_MISMATCH" | "ORDER_STATUS_PRECONDITION_FAILED")
+        );
+        if !precondition {
+            let detail = format!(
+                "update_order_status with expected_status {wrong} on a {current} order was not refused with MCP_EXPECTED_STATE_MISMATCH or ORDER_STATUS_PRECONDITION_FAILED ({})",
+                refused.summary()
+            );
+            return vec![trail.observed("PRE-2", detail, "update_order_status", &write, &refused)];
+        }
+        let Some(after) = trail.call("get_order", &read) else { return Vec::new() };
+        if status_of(&after).as_deref() != Some(current.as_str()) {
+            let detail = format!("a refused update_order_status changed the order: {current} before, {:?} after", status_of(&after));
+            return vec![trail.observed("PRE-2", detail, "update_order_status", &write, &refused)];
+        }
+        write["expected_status"] = json!(current);
+        let Some(moved) = trail.call("update_order_status", &write) else { return Vec::new() };
+        if let Some(faults) = trail.checked("update_order_status", &write, &moved) {
+            return faults;
+        }
+        if !succeeded(&moved) {
+            let detail = format!(
+                "update_order_status {current} → {next} with the right expected_status was refused ({})",
+                moved.summary()
+            );
+            return vec![trail.observed("PRE-2", detail, "update_order_status", &write, &moved)];
+        }
+        let Some(shown) = trail.call("get_order", &read) else { return Vec::new() };
+        if status_of(&shown).as_deref() != Some(next) {
+            let detail = format!("after update_order_status to {next}, get_order shows {:?}", status_of(&shown));
+            return vec![trail.observed("PRE-2", detail, "get_order", &read, &shown)];
+        }
+        Vec::new()
+    })
+}

@@ -1,0 +1,324 @@
+//! `fuzz` against the embedded reference server: silent on the clean server, each deliberate
+//! defect it targets found under its clause with a shrunk reproduction, and a seed repeating a run.
+
+use serde_json::Value;
+
+/// One fuzz run: its exit code and its JSON report.
+fn fuzz(extra: &[&str]) -> (u8, Value) {
+    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-{}-{}", std::process::id(), extra.join("_")));
+    let report = dir.join("fuzz.json");
+    let mut args =
+        vec!["chataigne-conformance", "fuzz", "--embedded", "--report-json", report.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let outcome = chataigne_conformance::cli::execute_args(args, std::io::sink());
+    assert!(outcome.code < 2, "{extra:?}: {:?}", outcome.error);
+    let text = std::fs::read_to_string(&report).unwrap();
+    // The embedded server's tokens all start so: none may reach a report.
+    assert!(!text.contains("dev-token-"), "a token in the report");
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (outcome.code, json)
+}
+
+fn findings(report: &Value) -> &Vec<Value> {
+    report["findings"].as_array().unwrap()
+}
+
+/// The findings of `clause`, after checking each carries what a person needs to reproduce it.
+fn of_clause<'a>(report: &'a Value, clause: &str) -> Vec<&'a Value> {
+    let all = findings(report);
+    for f in all {
+        for key in ["tool", "arguments", "request", "response", "reproduction"] {
+            assert!(!f[key].is_null(), "{key} missing: {f:#}");
+        }
+        let line = f["reproduction"].as_str().unwrap();
+        assert!(line.lines().all(|l| l.starts_with("curl ") && l.contains("$TOKEN")), "{line}");
+    }
+    all.iter().filter(|f| f["clause"] == clause).collect()
+}
+
+#[test]
+fn fuzz_finds_nothing_on_the_reference_server() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls"]);
+    assert_eq!(findings(&report), &Vec::<Value>::new(), "{report:#}");
+    assert_eq!(code, 0);
+    assert_eq!(report["calls"], 150);
+    assert_eq!(report["seed"], 7);
+    assert_eq!(report["read_only"], false);
+}
+
+#[test]
+fn fuzz_finds_nothing_on_any_reading_the_seed_allows() {
+    // Each variant is another server the seed certifies: a finding on one is a false failure.
+    for variant in mock_server::Variant::ALL {
+        // A clean embedded run removes the process's one server log, which the next embedded
+        // run of this process checks for (`embedded::finish_log`): put it back.
+        let log = std::env::temp_dir().join(format!("chataigne-embedded-{}.log", std::process::id()));
+        let _ = std::fs::OpenOptions::new().create(true).append(true).open(&log);
+        let (code, report) = fuzz(&["--seed", "7", "--budget", "300calls", "--variant", variant.name()]);
+        assert_eq!(findings(&report), &Vec::<Value>::new(), "{}: {report:#}", variant.name());
+        assert_eq!(code, 0);
+    }
+}
+
+#[test]
+fn fuzz_files_an_output_off_its_schema_under_proto_4() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "output-off-schema"]);
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "PROTO-4");
+    assert!(!found.is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_shrinks_an_unchecked_limit_to_the_first_value_over_the_bound() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "limit-unchecked"]);
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "PAG-2");
+    let over: Vec<_> =
+        found.iter().filter(|f| f["arguments"]["limit"].as_i64().is_some_and(|l| l > 50)).collect();
+    assert!(!over.is_empty(), "{report:#}");
+    for f in &over {
+        assert_eq!(f["arguments"]["limit"], 51, "{f:#}");
+        assert_eq!(f["shrunk"], true);
+    }
+}
+
+#[test]
+fn fuzz_finds_a_tampered_cursor_accepted() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "cursor-unsigned"]);
+    assert_eq!(code, 1);
+    assert!(!of_clause(&report, "PAG-5").is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_finds_a_key_replayed_for_other_arguments() {
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "mismatch-replayed"]);
+    assert_eq!(code, 1);
+    assert!(!of_clause(&report, "IDEM-3").is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_repeats_its_findings_with_the_same_seed() {
+    let key = |report: &Value| -> Vec<(Value, Value, Value)> {
+        findings(report)
+            .iter()
+            .map(|f| (f["clause"].clone(), f["tool"].clone(), f["arguments"].clone()))
+            .collect()
+    };
+    // A bound, a required member and a sequence; not a cursor: the server signs cursors with a
+    // key of its own each start.
+    let args = [
+        "--seed",
+        "11",
+        "--budget",
+        "200calls",
+        "--defect",
+        "limit-unchecked",
+        "--defect",
+        "key-optional",
+        "--defect",
+        "mismatch-replayed",
+    ];
+    let (_, first) = fuzz(&args);
+    let (_, second) = fuzz(&args);
+    assert!(key(&first).len() >= 3, "{first:#}");
+    assert_eq!(key(&first), key(&second));
+}
+
+#[test]
+fn fuzz_without_a_target_or_with_a_bad_budget_is_a_configuration_error() {
+    for args in [
+        vec!["chataigne-conformance", "fuzz"],
+        vec!["chataigne-conformance", "fuzz", "--embedded", "--budget", "12parsecs"],
+        vec!["chataigne-conformance", "fuzz", "--embedded", "--defect", "no-such-defect"],
+    ] {
+        let outcome = chataigne_conformance::cli::execute_args(args.clone(), std::io::sink());
+        assert_eq!(outcome.code, 2, "{args:?}");
+        assert!(outcome.error.is_some());
+    }
+}
+
+#[test]
+fn fuzz_finds_each_defect_it_targets_under_its_clause() {
+    let cases = [
+        ("open-input-schemas", "PROTO-3"),
+        ("wrong-category", "ENV-5"),
+        ("key-echoed", "ENV-6"),
+        ("default-page-25", "PAG-1"),
+        ("cursor-on-last-page", "PAG-3"),
+        ("page-overlap", "PAG-4"),
+        ("analytics-unbounded", "LIM-1"),
+        ("precondition-optional", "PRE-1"),
+        ("expected-status-ignored", "PRE-2"),
+        ("lifecycle-unchecked", "PRE-3"),
+        ("terminal-orders-movable", "PRE-3"),
+        ("cancel-status-accepted", "ABS-2"),
+        ("key-optional", "IDEM-1"),
+        ("replay-not-flagged", "IDEM-2"),
+        ("analytics-membership-ignored", "AUTH-4"),
+        ("foreign-child-visible", "AUTH-5"),
+        ("lists-span-organization", "AUTH-5"),
+    ];
+    for (defect, clause) in cases {
+        let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", defect]);
+        assert_eq!(code, 1, "{defect}");
+        assert!(!of_clause(&report, clause).is_empty(), "{defect} → {clause}: {report:#}");
+    }
+}
+
+/// A fuzz run through a profile file of an embedded server with a read and a write defect,
+/// with its control API or without.
+fn fuzz_profile(control: bool) -> (u8, Value) {
+    let (_server, profile) = chataigne_conformance::embedded::start(
+        &[mock_server::Defect::LimitUnchecked, mock_server::Defect::KeyOptional],
+        &[],
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-profile-{}-{control}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (path, report) = (dir.join("profile.toml"), dir.join("fuzz.json"));
+    let owner = &profile.tokens["owner"];
+    let endpoint = profile.endpoint.as_deref().unwrap();
+    let mut toml = format!("endpoint = \"{endpoint}\"\n[tokens]\nowner = \"{owner}\"\n");
+    if control {
+        let c = profile.control.as_ref().unwrap();
+        toml += &format!("[control]\nurl = \"{}\"\nsecret = \"{}\"\n", c.url, c.secret);
+    }
+    std::fs::write(&path, toml).unwrap();
+    let outcome = chataigne_conformance::cli::execute_args(
+        [
+            "chataigne-conformance",
+            "fuzz",
+            "--profile",
+            path.to_str().unwrap(),
+            "--seed",
+            "7",
+            "--budget",
+            "200calls",
+            "--report-json",
+            report.to_str().unwrap(),
+        ],
+        std::io::sink(),
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (outcome.code, json)
+}
+
+#[test]
+fn fuzz_without_a_control_api_calls_no_write_tool() {
+    let (code, report) = fuzz_profile(false);
+    assert_eq!(code, 1);
+    assert_eq!(report["read_only"], true);
+    // The read defect is found; the write defect cannot be, no write tool being called.
+    assert!(!of_clause(&report, "PAG-2").is_empty(), "{report:#}");
+    assert!(of_clause(&report, "IDEM-1").is_empty(), "{report:#}");
+}
+
+#[test]
+fn fuzz_with_a_control_api_fuzzes_writes_too() {
+    let (code, report) = fuzz_profile(true);
+    assert_eq!(code, 1);
+    assert_eq!(report["read_only"], false);
+    assert!(!of_clause(&report, "PAG-2").is_empty(), "{report:#}");
+    assert!(!of_clause(&report, "IDEM-1").is_empty(), "{report:#}");
+}
+
+/// A fake server's profile and a fuzz run against it, with its report.
+fn fuzz_fake(fake: &crate::fake::Fake, budget: &str) -> (u8, Value) {
+    let profile = fake.profile(2000);
+    let report = profile.with_file_name("fuzz.json");
+    let outcome = chataigne_conformance::cli::execute_args(
+        [
+            "chataigne-conformance",
+            "fuzz",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--seed",
+            "3",
+            "--budget",
+            budget,
+            "--report-json",
+            report.to_str().unwrap(),
+        ],
+        std::io::sink(),
+    );
+    assert!(outcome.code < 2, "{:?}", outcome.error);
+    (outcome.code, serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap())
+}
+
+#[test]
+fn fuzz_waits_out_a_rate_limit_instead_of_judging_it() {
+    let fake = crate::fake::Fake::start();
+    fake.serve_tools(|_, _| {
+        let rid = "req_0123456789abcdefAB";
+        crate::fake::Reply::Result(serde_json::json!({
+            "isError": true,
+            "content": [{ "type": "text", "text": "Too many calls" }],
+            "structuredContent": {
+                "data": { "error": { "code": "MCP_RATE_LIMITED", "category": "rate_limit", "retryable": true,
+                    "message": "Too many calls", "request_id": rid, "retry_after_ms": 40 } },
+                "meta": { "request_id": rid },
+            },
+        }))
+    });
+    let (code, report) = fuzz_fake(&fake, "12calls");
+    assert_eq!(findings(&report), &Vec::<Value>::new(), "{report:#}");
+    assert_eq!(code, 0);
+    assert_eq!(report["calls"], 12);
+    // Every refusal but the last of each call waited its 40 ms.
+    assert!(report["elapsed_ms"].as_u64().unwrap() >= 300, "{report:#}");
+}
+
+#[test]
+fn fuzz_files_a_server_error_under_proto_2() {
+    let fake = crate::fake::Fake::start();
+    fake.serve_tools(|_, _| crate::fake::Reply::Raw(500, "text/plain", "boom".to_owned()));
+    let (code, report) = fuzz_fake(&fake, "30calls");
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "PROTO-2");
+    assert!(!found.is_empty(), "{report:#}");
+    assert!(found[0]["response"].as_str().unwrap().contains("500"), "{report:#}");
+}
+
+/// A console the test can read after the run.
+#[derive(Clone, Default)]
+struct Console(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Console {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn fuzz_stops_at_a_time_budget_and_prints_no_token() {
+    let console = Console::default();
+    let args = [
+        "chataigne-conformance",
+        "fuzz",
+        "--embedded",
+        "--seed",
+        "5",
+        "--budget",
+        "1s",
+        "--defect",
+        "limit-unchecked",
+    ];
+    let started = std::time::Instant::now();
+    let outcome = chataigne_conformance::cli::execute_args(args, console.clone());
+    let elapsed = started.elapsed();
+    let text = String::from_utf8(console.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(outcome.code, 1, "{text}");
+    // One second of fuzzing, plus starting the server and its preflight.
+    assert!(
+        elapsed >= std::time::Duration::from_secs(1) && elapsed < std::time::Duration::from_secs(6),
+        "{elapsed:?}"
+    );
+    assert!(text.contains("[PAG-2]") && text.contains("seed 5 (--seed 5 reproduces this run)"), "{text}");
+    assert!(text.contains("$TOKEN") && !text.contains("dev-token-"), "{text}");
+}
