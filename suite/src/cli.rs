@@ -90,6 +90,11 @@ pub struct FuzzArgs {
     /// reproduction}]} as JSON
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
+    /// Which findings fail the run: `seed` (default, or the profile's `level`) leaves out those
+    /// under an ext clause (PAG-2's refused `limit`, LIM-7, ENV-2, …): readings the seed allows,
+    /// shown as differences from the reference; `full` counts them too
+    #[arg(long, value_enum)]
+    pub level: Option<profile::Level>,
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -356,6 +361,7 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
         ..RunArgs::default()
     };
     let (_server, profile) = target_profile(&target)?;
+    let level = args.level.unwrap_or(profile.level);
     // A seed of the clock when none is given: printed, so the run can be repeated.
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
@@ -371,7 +377,23 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let code = if report.findings.is_empty() { 0 } else { 1 };
+    // As in a run: an ext clause is required at the full level only.
+    let ext = |clause: &str| chataigne_contract::clauses::find(clause).is_some_and(|c| c.ext);
+    let (counted, differences): (Vec<_>, Vec<_>) =
+        report.findings.iter().partition(|f| level == profile::Level::Full || !ext(f.clause));
+    if !differences.is_empty() {
+        let mut clauses: Vec<&str> = differences.iter().map(|f| f.clause).collect();
+        clauses.dedup();
+        let _ = writeln!(
+            console,
+            "{} finding(s) under ext clauses ({}) differ from the reference's choices: not counted at \
+             the {} level (--level full counts them)",
+            differences.len(),
+            clauses.join(", "),
+            level.as_str()
+        );
+    }
+    let code = if counted.is_empty() { 0 } else { 1 };
     Ok(Outcome { code, error: None, report: None })
 }
 
