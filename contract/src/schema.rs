@@ -5,6 +5,11 @@ use serde_json::Value;
 /// A compiled schema.
 pub struct Validator(jsonschema::Validator);
 
+/// The names an object schema lists as `required` (none when it lists none).
+pub fn required(schema: &Value) -> Vec<&str> {
+    schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
 impl std::fmt::Debug for Validator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Validator")

@@ -41,13 +41,7 @@ pub fn cursor_rows(dataset: &Dataset) -> Vec<CursorRow> {
         if !properties.contains_key("cursor") {
             continue;
         }
-        let required: Vec<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        let required = chataigne_contract::schema::required(&schema);
         let mut base = Map::new();
         for name in &required {
             if let Some(value) = home_value(dataset, name) {

@@ -220,13 +220,7 @@ pub const EXTRA_FIELD: &str = "fuzz_unknown_member";
 pub fn targets(schema: &Value) -> Vec<Target> {
     let mut out = Vec::new();
     let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required = chataigne_contract::schema::required(schema);
     let mut push = |field: &str, mutation: Mutation| out.push(Target { field: field.to_owned(), mutation });
     for (name, p) in &props {
         if required.contains(&name.as_str()) {
@@ -273,13 +267,7 @@ pub fn targets(schema: &Value) -> Vec<Target> {
 
 /// The property schemas of an object schema, with the required ones flagged.
 pub fn members(schema: &Value) -> Vec<(String, Value, bool)> {
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let required = chataigne_contract::schema::required(schema);
     schema
         .get("properties")
         .and_then(Value::as_object)

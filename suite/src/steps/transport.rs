@@ -63,14 +63,24 @@ async fn request_with_header(
     Ok(())
 }
 
-#[then("the request is refused with HTTP 400 and not served")]
-async fn refused_400(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+/// A refusal: an HTTP status in `statuses` and no JSON-RPC result (nothing was served).
+fn refused(
+    w: &ConformanceWorld,
+    statuses: std::ops::RangeInclusive<u16>,
+    expected: &str,
+) -> anyhow::Result<()> {
     let ex = w.last()?;
-    if ex.status() == Some(400) && ex.result().is_none() {
+    if ex.status().is_some_and(|s| statuses.contains(&s)) && ex.result().is_none() {
         Ok(())
     } else {
-        Err(w.fail("HTTP 400 Bad Request with no JSON-RPC result", ex.summary()))
+        Err(w.fail(format!("{expected} with no JSON-RPC result"), ex.summary()))
     }
+}
+
+#[then(regex = r"^the request is refused with HTTP (400|404) and not served$")]
+async fn refused_with(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
+    let name = if status == 400 { "Bad Request" } else { "Not Found" };
+    refused(w, status..=status, &format!("HTTP {status} {name}"))
 }
 
 /// JSON-RPC 2.0 §5 and MCP's "Responses": the answer has the request's id, string or integer.
@@ -269,24 +279,9 @@ async fn list_in_unknown_session(w: &mut ConformanceWorld) -> anyhow::Result<()>
     Ok(())
 }
 
-#[then("the request is refused with HTTP 404 and not served")]
-async fn refused_404(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    if ex.status() == Some(404) && ex.result().is_none() {
-        Ok(())
-    } else {
-        Err(w.fail("HTTP 404 Not Found with no JSON-RPC result", ex.summary()))
-    }
-}
-
 #[then("the request is refused with a 4xx and not served")]
 async fn refused_any_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    if ex.status().is_some_and(|s| (400..500).contains(&s)) && ex.result().is_none() {
-        Ok(())
-    } else {
-        Err(w.fail("an HTTP 4xx with no JSON-RPC result", ex.summary()))
-    }
+    refused(w, 400..=499, "an HTTP 4xx")
 }
 
 /// The 2026-07-28 revision is the server's to serve: `server/discover` says whether it does. One
