@@ -131,14 +131,8 @@ where
                 let key = scenario_key(feature, scenario);
                 let ext_differences =
                     world.ext_differences.iter().map(|(choice, what)| format!("{choice}: {what}")).collect();
-                log.scenarios.insert(
-                    key,
-                    ScenarioExtras {
-                        request_ids: world.request_ids(),
-                        ext_differences,
-                        not_applicable: world.not_applicable.clone(),
-                    },
-                );
+                log.scenarios
+                    .insert(key, ScenarioExtras { request_ids: world.request_ids(), ext_differences });
                 for (_, v) in &world.schema_violations {
                     log.findings.push(Finding {
                         clause: "PROTO-4".to_owned(),

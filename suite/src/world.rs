@@ -59,10 +59,6 @@ pub struct ConformanceWorld {
     /// while the seed-level check passed: (choice slug, what differed). They fail the scenario
     /// at the full level only.
     pub ext_differences: Vec<(String, String)>,
-    /// Why the scenario does not apply to this server (a session check on a server without
-    /// sessions): set by [`Self::not_applicable`]; the report shows the scenario as skipped with
-    /// this reason, never as passed.
-    pub not_applicable: Option<String>,
     /// A session of the scenario's own, never given back to the run's pool: it may be ended
     /// (DELETE) or have agreed on a version no other scenario should inherit.
     pub own_session: Option<McpClient>,
@@ -156,12 +152,15 @@ impl fmt::Debug for ConformanceWorld {
 
 /// Why a step stopped its scenario without a verdict on the server, set by the step itself
 /// ([`ConformanceWorld::halt`]) and read by the collector: never told from a message's wording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Halt {
     /// The answer's `data` has another shape than the contract's: the clauses are blocked by ENV-7.
     Blocked,
     /// The run's deadline passed before the step could send: skipped, and the run cut short.
     OutOfTime,
+    /// What the scenario checks is something the specification lets this server do without
+    /// (sessions): skipped with this reason, never passed ([`ConformanceWorld::not_applicable`]).
+    NotApplicable(String),
 }
 
 /// How a failure message starts when the run's deadline stopped a step (for people: the report
@@ -555,9 +554,9 @@ impl ConformanceWorld {
 
     /// End the scenario as skipped, with `why`: what it checks is something the specification
     /// lets this server do without (sessions, an event stream of its own).
-    pub fn not_applicable(&mut self, why: impl Display) -> anyhow::Error {
+    pub fn not_applicable(&self, why: impl Display) -> anyhow::Error {
         let why = why.to_string();
-        self.not_applicable = Some(why.clone());
+        let _ = self.halt.set(Halt::NotApplicable(why.clone()));
         anyhow!("not applicable: {why}")
     }
 

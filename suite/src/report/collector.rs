@@ -40,8 +40,6 @@ pub struct RunLog {
 pub struct ScenarioExtras {
     pub request_ids: Vec<String>,
     pub ext_differences: Vec<String>,
-    /// The step that found the scenario does not apply to this server, and why.
-    pub not_applicable: Option<String>,
 }
 
 /// Scenario events → results.
@@ -66,16 +64,6 @@ impl Collector {
             if let Some(extras) = log.scenarios.get(&key) {
                 s.request_ids = extras.request_ids.clone();
                 s.ext_differences = extras.ext_differences.clone();
-                // The step that stopped the scenario said it does not apply: not a verdict.
-                if let Some(why) = &extras.not_applicable
-                    && s.status == Status::Failed
-                {
-                    s.status = Status::Skipped;
-                    s.skip_reason = Some(why.clone());
-                    s.not_applicable = true;
-                    s.failed_step = None;
-                    s.message = None;
-                }
             }
         }
         out
@@ -138,7 +126,16 @@ impl Collector {
                     // What the step said about why it stopped (typed, never read from the
                     // message): a step that could not read what it needs from another data
                     // shape blocks the scenario's clauses on ENV-7 instead of failing them.
-                    let halt = world.as_ref().and_then(|w| w.halt.get().copied());
+                    let halt = world.as_ref().and_then(|w| w.halt.get().cloned());
+                    if let Some(Halt::NotApplicable(why)) = &halt
+                        && r.status == Status::Passed
+                    {
+                        // The step found the scenario does not apply here: not a verdict.
+                        r.status = Status::Skipped;
+                        r.not_applicable = true;
+                        r.skip_reason = Some(why.clone());
+                        return;
+                    }
                     let blocked = halt == Some(Halt::Blocked);
                     let out_of_time = halt == Some(Halt::OutOfTime);
                     if out_of_time && r.status == Status::Passed {
