@@ -55,6 +55,9 @@ pub enum Command {
         /// every clause the defect makes fail
         #[arg(long)]
         full: bool,
+        /// How many runs side by side, each against its own server [default: the number of CPUs]
+        #[arg(long, value_name = "N")]
+        jobs: Option<std::num::NonZeroUsize>,
     },
     /// Fuzz a server: arguments drawn from each tool's published input schema (valid ones and
     /// ones with one mutation), stateful sequences (cursors, idempotency keys, preconditions),
@@ -185,8 +188,9 @@ pub fn execute<Out: io::Write + 'static>(cli: Cli, console: Out) -> Outcome {
             Ok(()) => Outcome { code: 0, error: None, report: None },
             Err(e) => Outcome::config_error(e),
         },
-        Some(Command::SelfTest { markdown, features, full }) => {
-            crate::self_test::run(markdown.as_deref(), features.as_deref(), full, console)
+        Some(Command::SelfTest { markdown, features, full, jobs }) => {
+            let lanes = jobs.or_else(|| std::thread::available_parallelism().ok()).map_or(1, usize::from);
+            crate::self_test::run(markdown.as_deref(), features.as_deref(), full, lanes, console)
                 .unwrap_or_else(Outcome::config_error)
         }
         Some(Command::Fuzz(args)) => fuzz(&args, console).unwrap_or_else(Outcome::config_error),

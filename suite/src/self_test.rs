@@ -17,9 +17,70 @@ pub fn run<Out: io::Write + 'static>(
     _: Option<&Path>,
     _: Option<&Path>,
     _: bool,
+    _: usize,
     _: Out,
 ) -> anyhow::Result<Outcome> {
     anyhow::bail!("self-test needs the reference server: build with the `embedded` feature")
+}
+
+/// One run of the self-test, each against its own embedded server.
+#[cfg(feature = "embedded")]
+#[derive(Debug, Clone, Copy)]
+enum Job {
+    Clean,
+    Variant(mock_server::Variant),
+    Defect(mock_server::Defect),
+}
+
+#[cfg(feature = "embedded")]
+impl Job {
+    fn name(self) -> &'static str {
+        match self {
+            Job::Clean => "clean server",
+            Job::Variant(v) => v.name(),
+            Job::Defect(d) => d.name(),
+        }
+    }
+}
+
+/// Runs `jobs` on `lanes` threads at once and gives back their results in the jobs' order, so
+/// the tables do not depend on which run ended first. Each run has its own server, port, runtime
+/// and random canaries, so runs side by side cannot see each other's traffic; they mostly wait
+/// (deadlines, rate windows), which is why two lanes on two cores take about half the time.
+#[cfg(any(feature = "embedded", test))]
+fn run_lanes<J: Copy + Send + Sync, T: Send>(
+    jobs: &[J],
+    lanes: usize,
+    run: &(dyn Fn(J) -> anyhow::Result<T> + Sync),
+    mut done: impl FnMut(usize, J, &anyhow::Result<T>),
+) -> Vec<anyhow::Result<T>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut results: Vec<Option<anyhow::Result<T>>> = jobs.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..lanes.clamp(1, jobs.len().max(1)) {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&job) = jobs.get(i) else { break };
+                    if tx.send((i, run(job))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (finished, (i, result)) in rx.iter().enumerate() {
+            done(finished + 1, jobs[i], &result);
+            results[i] = Some(result);
+        }
+    });
+    // Every lane sends each job it takes before the channel closes; a lane that panicked is
+    // re-raised by the scope above, so no slot is left empty here.
+    results.into_iter().map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("a run did not finish")))).collect()
 }
 
 #[cfg(feature = "embedded")]
@@ -27,6 +88,7 @@ pub fn run<Out: io::Write + 'static>(
     markdown: Option<&Path>,
     features: Option<&Path>,
     full: bool,
+    lanes: usize,
     mut console: Out,
 ) -> anyhow::Result<Outcome> {
     use std::fmt::Write as _;
@@ -64,8 +126,39 @@ pub fn run<Out: io::Write + 'static>(
         profile.level = crate::report::Level::Seed;
         run_profile(profile, RunOptions::default(), None)
     };
+    let run_job = |job: Job| -> anyhow::Result<Report> {
+        match job {
+            Job::Clean => run_with(&[], None),
+            Job::Variant(variant) => run_variant(variant),
+            Job::Defect(defect) => {
+                // Without --full only the defect's own clause runs: quick, and enough to prove
+                // the kill.
+                let tags = (!full).then(|| format!("@{}", defect.clause()));
+                run_with(&[defect], tags.as_deref())
+            }
+        }
+    };
 
-    let clean = run_with(&[], None)?;
+    // The whole runs first (the clean server, each variant), the short defect runs after: the
+    // last runs to end are then short ones, not a whole run going on alone.
+    let jobs: Vec<Job> = std::iter::once(Job::Clean)
+        .chain(mock_server::Variant::ALL.iter().copied().map(Job::Variant))
+        .chain(mock_server::Defect::ALL.iter().copied().map(Job::Defect))
+        .collect();
+    let total = jobs.len();
+    let _ = writeln!(console, "{total} runs, {} at a time", lanes.clamp(1, total));
+    let mut results = run_lanes(&jobs, lanes, &run_job, |finished, job, result| {
+        let how = if result.is_ok() { "done" } else { "could not run" };
+        let _ = writeln!(console, "[{finished:>3}/{total}] {how}: {}", job.name());
+    })
+    .into_iter();
+    let clean = results.next().expect("the clean run is the first job")?;
+    let mut variant_reports = Vec::new();
+    for _ in mock_server::Variant::ALL {
+        variant_reports.push(results.next().expect("one result per variant")?);
+    }
+    let defect_reports = results.collect::<anyhow::Result<Vec<Report>>>()?;
+
     let clean_ok = clean.exit_code(true) == 0;
     let mut md =
         String::from("## Kill matrix: every defect of the reference server caught by its clause\n\n");
@@ -88,10 +181,7 @@ pub fn run<Out: io::Write + 'static>(
         "| defect | clause | what it breaks | caught | level | by | clauses failed |\n|---|---|---|---|---|---|---|\n",
     );
     let mut survivors = Vec::new();
-    for defect in mock_server::Defect::ALL {
-        // Without --full only the defect's own clause runs: quick, and enough to prove the kill.
-        let tags = (!full).then(|| format!("@{}", defect.clause()));
-        let report = run_with(&[*defect], tags.as_deref())?;
+    for (defect, report) in mock_server::Defect::ALL.iter().zip(&defect_reports) {
         let failed: Vec<&str> = report
             .clauses
             .iter()
@@ -99,7 +189,7 @@ pub fn run<Out: io::Write + 'static>(
             .map(|c| c.id.as_str())
             .collect();
         let clause = report.clauses.iter().find(|c| c.id == defect.clause());
-        let killed = caught(defect.clause(), &report, &clean);
+        let killed = caught(defect.clause(), report, &clean);
         // Caught at the seed level too, or only by a check of this project's choices.
         let level = match clause {
             Some(c) if c.status == Status::Failed && !c.ext() => "seed",
@@ -146,12 +236,11 @@ pub fn run<Out: io::Write + 'static>(
     );
     md.push_str("| variant | clause | what it changes | seed level | skipped | as expected | differs at the full level |\n|---|---|---|---|---|---|---|\n");
     let mut rejected = Vec::new();
-    for variant in mock_server::Variant::ALL {
-        let report = run_variant(*variant)?;
-        let verdict = acceptance(variant.name(), &report);
+    for (variant, report) in mock_server::Variant::ALL.iter().zip(&variant_reports) {
+        let verdict = acceptance(variant.name(), report);
         let differs = report.summary.ext_differences.join(", ");
         let seed = if report.summary.certified { "certified" } else { "not certified" };
-        let skipped = skipped(&report);
+        let skipped = skipped(report);
         let _ = writeln!(
             md,
             "| {} | {} | {} | {seed} | {skipped} | {} | {differs} |",
@@ -288,6 +377,30 @@ fn write_below_marker(path: &Path, generated: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod marker_tests {
     use super::*;
+
+    #[test]
+    fn runs_side_by_side_come_back_in_the_jobs_order_each_once() {
+        // The first jobs take longest, so with several lanes they end last.
+        let jobs: Vec<u64> = vec![40, 30, 20, 10, 0, 5];
+        for lanes in [1, 3, 16] {
+            let mut seen = Vec::new();
+            let results = run_lanes(
+                &jobs,
+                lanes,
+                &|ms| {
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                    if ms == 5 { Err(anyhow::anyhow!("job {ms} failed")) } else { Ok(ms * 2) }
+                },
+                |finished, job, _| seen.push((finished, job)),
+            );
+            let got: Vec<Option<u64>> = results.iter().map(|r| r.as_ref().ok().copied()).collect();
+            assert_eq!(got, [Some(80), Some(60), Some(40), Some(20), Some(0), None], "{lanes} lanes");
+            let mut ran: Vec<u64> = seen.iter().map(|(_, job)| *job).collect();
+            ran.sort_unstable();
+            assert_eq!(ran, [0, 5, 10, 20, 30, 40], "{lanes} lanes: each job once");
+            assert_eq!(seen.iter().map(|(n, _)| *n).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+        }
+    }
 
     #[test]
     fn the_hand_written_part_survives_a_regeneration() {
