@@ -30,3 +30,39 @@ Feature: The contract's tables, every case
   @AUTH-6
   Scenario: Every read is served to every persona the tables allow
     Then every persona is served every read the scope, membership and role tables allow
+
+  @PRE-3
+  Scenario: Every step forward of the lifecycle is served, out of every state it leaves
+    Then every step forward the order lifecycle allows is served and shows in the order
+
+  @PROTO-3
+  Scenario: Every tool refuses each argument of the wrong type, missing, outside its enum or pattern, or unknown
+    Then every input bound filed under PROTO-3 is refused past it and served on it
+
+  @PAG-2
+  Scenario: Every list refuses a limit past its bounds and serves one on them
+    Then every input bound filed under PAG-2 is refused past it and served on it
+
+  @PAG-8
+  Scenario: The message page size is refused below its minimum and served on its bounds
+    Then every input bound filed under PAG-8 is refused past it and served on it
+
+  @LIM-1
+  Scenario: Analytics metrics are refused past their count bounds and served on them
+    Then every input bound filed under LIM-1 is refused past it and served on it
+
+  @LIM-7
+  Scenario: Every string argument is refused over its maximum length and served on it
+    Then every input bound filed under LIM-7 is refused past it and served on it
+
+  @IDEM-1
+  Scenario: Every keyed write refuses an idempotency key missing, too short or too long
+    Then every input bound filed under IDEM-1 is refused past it and served on it
+
+  @PRE-1
+  Scenario: Every write that changes a state refuses a call without expected_status
+    Then every input bound filed under PRE-1 is refused past it and served on it
+
+  @ABS-2
+  Scenario: Every status outside the lifecycle's targets is refused
+    Then every input bound filed under ABS-2 is refused past it and served on it

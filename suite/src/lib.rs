@@ -8,6 +8,7 @@
 //! (over Streamable HTTP, or over stdio through `stdio`).
 
 pub mod background;
+pub mod bounds;
 pub mod cli;
 pub mod client;
 pub mod context;

@@ -6,7 +6,11 @@
 //! - [`cursor_rows`]: every cursor-bearing tool × every argument a cursor is bound to (PAG-6);
 //! - [`refused_transitions`]: every (from, to) order-status pair the lifecycle forbids (PRE-3);
 //! - [`access_rows`]: every tool with a target × every persona × every restaurant, with the checks
-//!   of AUTH-3/4/6 the persona fails there, from the personas' scopes and memberships.
+//!   of AUTH-3/4/6 the persona fails there, from the personas' scopes and memberships;
+//! - [`bound_rows`]: every member of every tool's input schema just past each of its bounds (and
+//!   of the wrong type, missing, outside its enum or pattern), and for reads at each bound,
+//!   filed under the clause of the bound (`crate::bounds`);
+//! - [`forward_moves`]: every step forward of the order lifecycle (PRE-3).
 
 use chataigne_contract::dataset::{Dataset, Persona};
 use chataigne_contract::tools::{ORDER_LIFECYCLE, ORDER_STATUSES};
@@ -175,6 +179,204 @@ pub fn refused_transitions() -> Vec<(&'static str, String)> {
     rows
 }
 
+/// Every step forward of the lifecycle, out of each state it does not end in: what
+/// `update_order_status` must serve (a skip forward is a reading the seed leaves open).
+pub fn forward_moves() -> Vec<(&'static str, &'static str)> {
+    ORDER_LIFECYCLE.windows(2).map(|w| (w[0], w[1])).collect()
+}
+
+/// What one row of the bounds matrix must get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Served: the value sits on the bound.
+    Served,
+    /// Refused for its arguments: a validation error (or JSON-RPC -32602).
+    Refused,
+}
+
+/// One row of the bounds matrix: `tool` called as the owner on the busy restaurant with `args`,
+/// valid but for `edge`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundRow {
+    pub tool: ToolName,
+    pub edge: String,
+    pub args: Value,
+    pub expect: Expect,
+    pub clause: &'static str,
+}
+
+/// Every mutation `crate::bounds::targets` finds in every tool's input schema, applied to
+/// arguments that are valid otherwise; and for read tools, each numeric, length and item-count
+/// bound met exactly (a write on the bound would change the dataset). Left out: `message_limit`
+/// over its maximum refused (PAG-8 lets a server clamp it), and a free string on its maximum length
+/// when it has a pattern or is a cursor (no valid value of that length can be made).
+pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
+    use crate::bounds::{Mutation, targets};
+    let mut rows = Vec::new();
+    for &tool in ToolName::ALL {
+        let schema = tool.input_schema();
+        let Some(base) = bound_base(dataset, tool) else { continue };
+        let name = tool.as_str();
+        for target in targets(&schema) {
+            let field = target.field.as_str();
+            let prop = schema.pointer(&format!("/properties/{field}")).cloned().unwrap_or(Value::Null);
+            let clause = target.clause(name);
+            let mut push = |edge: String, value: Option<Value>, expect: Expect| {
+                let mut args = base.clone();
+                if let Some(map) = args.as_object_mut() {
+                    match value {
+                        Some(v) => map.insert(field.to_owned(), v),
+                        None => map.remove(field),
+                    };
+                }
+                rows.push(BoundRow { tool, edge, args, expect, clause });
+            };
+            let read = !tool.kind().is_write();
+            match target.mutation {
+                Mutation::BelowMinimum(m) | Mutation::AboveMaximum(m) => {
+                    let above = matches!(target.mutation, Mutation::AboveMaximum(_));
+                    // PAG-8 lets a server clamp `message_limit` above its maximum.
+                    if !(above && field == "message_limit") {
+                        push(
+                            target.describe(),
+                            Some(json!(if above { m + 1 } else { m - 1 })),
+                            Expect::Refused,
+                        );
+                    }
+                    if read {
+                        push(format!("`{field}` = {m}, on its bound"), Some(json!(m)), Expect::Served);
+                    }
+                }
+                Mutation::TooLong(m) => {
+                    push(target.describe(), Some(json!(filler(&prop, m as usize + 1))), Expect::Refused);
+                    let free =
+                        prop.get("pattern").is_none() && prop.get("enum").is_none() && field != "cursor";
+                    if read && free {
+                        let edge = format!("`{field}` of {m} characters, its maximum");
+                        push(edge, Some(json!(filler(&prop, m as usize))), Expect::Served);
+                    }
+                }
+                Mutation::TooShort(m) => {
+                    push(target.describe(), Some(json!(filler(&prop, m as usize - 1))), Expect::Refused);
+                }
+                Mutation::TooManyItems(m) | Mutation::TooFewItems(m) => {
+                    let items = enum_items(&prop);
+                    let n = if matches!(target.mutation, Mutation::TooManyItems(_)) {
+                        m as usize + 1
+                    } else {
+                        m as usize - 1
+                    };
+                    // Distinct where the enum has enough members: the count alone breaks the bound.
+                    let past: Vec<Value> = (0..n)
+                        .map(|i| items.get(i % items.len().max(1)).cloned().unwrap_or(json!("x")))
+                        .collect();
+                    push(target.describe(), Some(Value::Array(past)), Expect::Refused);
+                    if read
+                        && matches!(target.mutation, Mutation::TooManyItems(_))
+                        && items.len() >= m as usize
+                    {
+                        let edge = format!("`{field}` with {m} items, its maximum");
+                        push(edge, Some(Value::Array(items[..m as usize].to_vec())), Expect::Served);
+                    }
+                }
+                Mutation::DuplicateItems => {
+                    let first = enum_items(&prop).first().cloned().unwrap_or(json!("x"));
+                    push(target.describe(), Some(json!([first.clone(), first])), Expect::Refused);
+                }
+                Mutation::MissingRequired => push(target.describe(), None, Expect::Refused),
+                Mutation::WrongType => push(target.describe(), Some(wrong_type(&prop)), Expect::Refused),
+                Mutation::OutsideEnum => {
+                    // A word of the tool's other enums is the likeliest wrong value (`cancelled`
+                    // as a target of the lifecycle), then one of no enum at all.
+                    let own: Vec<Value> = prop
+                        .get("enum")
+                        .or_else(|| prop.pointer("/items/enum"))
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    let array = prop.get("type").and_then(Value::as_str) == Some("array");
+                    for word in
+                        enum_words(&schema).into_iter().filter(|w| !own.contains(w)).chain([json!("UNKNOWN")])
+                    {
+                        let edge = format!("`{field}` = {word}, outside its enum");
+                        push(edge, Some(if array { json!([word]) } else { word }), Expect::Refused);
+                    }
+                }
+                Mutation::PatternBroken => {
+                    push(target.describe(), Some(json!("not matching")), Expect::Refused)
+                }
+                Mutation::ExtraProperty => push(target.describe(), Some(json!("x")), Expect::Refused),
+            }
+        }
+    }
+    rows
+}
+
+/// Valid arguments of `tool` for the owner on the busy restaurant, every optional member left out
+/// but the page size (1: the smallest answer).
+fn bound_base(dataset: &Dataset, tool: ToolName) -> Option<Value> {
+    let owner = dataset.personas.iter().find(|p| p.persona == "owner")?;
+    let home = dataset.restaurants.iter().find(|r| r.id == dataset.landmarks.busy_restaurant)?;
+    match tool {
+        ToolName::ListOrganizations => Some(json!({ "limit": 1 })),
+        ToolName::CreateOrganization => {
+            Some(json!({ "name": "Matrix CANARY", "idempotency_key": "matrix-owner-create_organization" }))
+        }
+        _ => access_args(dataset, tool, home, owner),
+    }
+}
+
+/// Every enum member of every property of `schema` (items' enums included), each once.
+fn enum_words(schema: &Value) -> Vec<Value> {
+    let mut words = Vec::new();
+    for prop in schema.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.values()) {
+        let members = prop.get("enum").or_else(|| prop.pointer("/items/enum")).and_then(Value::as_array);
+        for word in members.into_iter().flatten() {
+            if !words.contains(word) {
+                words.push(word.clone());
+            }
+        }
+    }
+    words
+}
+
+/// The members of an array's item enum (the values an item may take), in order.
+fn enum_items(prop: &Value) -> Vec<Value> {
+    prop.pointer("/items/enum").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// A value of another JSON type than the member's first.
+fn wrong_type(prop: &Value) -> Value {
+    let first = match prop.get("type") {
+        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null"),
+        Some(t) => t.as_str(),
+        None => None,
+    };
+    match first {
+        Some("integer" | "number") => json!("7"),
+        Some("array") => json!("x"),
+        Some("boolean") => json!("true"),
+        Some("object") => json!([]),
+        _ => json!(7),
+    }
+}
+
+/// `len` characters for the member `prop`: an ID keeps the prefix its pattern starts with
+/// (`^rst_…`), so only its length is wrong.
+fn filler(prop: &Value, len: usize) -> String {
+    let pattern = prop.get("pattern").and_then(Value::as_str).unwrap_or_default();
+    let prefix = pattern
+        .strip_prefix('^')
+        .and_then(|p| p.find('_').map(|at| &p[..=at]))
+        .filter(|p| p[..p.len() - 1].chars().all(|c| c.is_ascii_lowercase()))
+        .unwrap_or_default();
+    let mut s: String = prefix.chars().take(len).collect();
+    while s.len() < len {
+        s.push('a');
+    }
+    s
+}
+
 /// A check of AUTH-8's chain a persona can fail, in the reference's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Check {
@@ -326,6 +528,76 @@ mod tests {
 
     fn dataset() -> Dataset {
         chataigne_contract::dataset::generate()
+    }
+
+    #[test]
+    fn every_bound_row_breaks_its_tools_schema_or_meets_it_as_it_says() {
+        use chataigne_contract::schema::Validator;
+        let rows = bound_rows(&dataset());
+        for &tool in ToolName::ALL {
+            let validator = Validator::new(&tool.input_schema()).unwrap();
+            let base = bound_base(&dataset(), tool).expect("valid arguments for every tool");
+            assert!(validator.is_valid(&base), "{}: base {base}", tool.as_str());
+            let mine: Vec<&BoundRow> = rows.iter().filter(|r| r.tool == tool).collect();
+            // At least the extra member and each required member: no tool is left out.
+            assert!(mine.len() > chataigne_contract::schema::required(&tool.input_schema()).len());
+            for row in mine {
+                let valid = validator.is_valid(&row.args);
+                assert_eq!(
+                    valid,
+                    row.expect == Expect::Served,
+                    "{} with {}: {}",
+                    tool.as_str(),
+                    row.edge,
+                    row.args
+                );
+                assert!(
+                    !(tool.kind().is_write() && row.expect == Expect::Served),
+                    "a write on a bound changes data"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_bounds_matrix_files_rows_under_each_bounds_own_clause() {
+        let rows = bound_rows(&dataset());
+        let find = |tool: ToolName, edge: &str| {
+            rows.iter().find(|r| r.tool == tool && r.edge.contains(edge)).map(|r| (r.clause, r.expect))
+        };
+        assert_eq!(
+            find(ToolName::ListOrders, "`limit` above its maximum 50"),
+            Some(("PAG-2", Expect::Refused))
+        );
+        assert_eq!(find(ToolName::ListOrders, "`limit` = 50"), Some(("PAG-2", Expect::Served)));
+        assert_eq!(find(ToolName::GetConversation, "`message_limit` = 100"), Some(("PAG-8", Expect::Served)));
+        assert_eq!(find(ToolName::GetConversation, "`message_limit` above"), None, "PAG-8 allows a clamp");
+        assert_eq!(find(ToolName::GetAnalytics, "`metrics` with 8 items"), Some(("LIM-1", Expect::Served)));
+        assert_eq!(
+            find(ToolName::SendMessage, "`idempotency_key` shorter"),
+            Some(("IDEM-1", Expect::Refused))
+        );
+        assert_eq!(
+            find(ToolName::SetRestaurantStatus, "`expected_status` missing"),
+            Some(("PRE-1", Expect::Refused))
+        );
+        assert_eq!(find(ToolName::SearchTranscripts, "`query` longer"), Some(("LIM-7", Expect::Refused)));
+        let clauses: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.clause).collect();
+        let want = ["ABS-2", "IDEM-1", "LIM-1", "LIM-7", "PAG-2", "PAG-8", "PRE-1", "PROTO-3"];
+        assert_eq!(clauses.into_iter().collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn the_forward_moves_are_the_lifecycles_steps() {
+        let moves = forward_moves();
+        assert_eq!(moves.len(), ORDER_LIFECYCLE.len() - 1);
+        let refused = refused_transitions();
+        for (from, to) in moves {
+            assert!(
+                !refused.iter().any(|(f, t)| *f == from && t == to),
+                "{from} → {to} both allowed and refused"
+            );
+        }
     }
 
     #[test]

@@ -234,3 +234,92 @@ async fn allowed_reads(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
     misses.verdict(w, rows.len(), "a success for every read the tables allow")
 }
+
+/// PRE-3's other side: every step forward of the lifecycle, from the state the caller saw, is
+/// served and shows in the order afterwards. One order walks the whole lifecycle (claimed for
+/// the run): the dataset holds few orders in the later states, and other scenarios need them.
+#[then("every step forward the order lifecycle allows is served and shows in the order")]
+async fn forward_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = matrices::forward_moves();
+    let restaurant = w.dataset().landmarks.busy_restaurant.clone();
+    let Some((start, _)) = rows.first() else {
+        return Err(w.fail("steps forward in the lifecycle", "none derived from the contract"));
+    };
+    let order = super::writes::order_in_status(w, &restaurant, start).await?;
+    let mut misses = Misses::default();
+    for (from, to) in &rows {
+        let args =
+            json!({ "restaurant_id": restaurant, "order_id": order, "status": to, "expected_status": from });
+        w.dirty = true;
+        call_patiently(w, "update_order_status", args).await?;
+        if outcome(w) != "success" {
+            // The walk cannot go on from a state the order did not reach.
+            misses.add(w, format!("{from} → {to}: {}", outcome(w)));
+            break;
+        }
+        call_patiently(w, "get_order", json!({ "restaurant_id": restaurant, "order_id": order })).await?;
+        let success = w.success()?;
+        let status = w.field(&success.data, "/order/status")?.as_str().unwrap_or_default().to_owned();
+        if status != *to {
+            misses.add(w, format!("{from} → {to} served, and {order} is now {status}"));
+            break;
+        }
+    }
+    misses.verdict(w, rows.len(), "every step forward of the lifecycle served, with its effect")
+}
+
+/// Every bound of every tool's input schema filed under `clause` (`matrices::bound_rows`): past
+/// it, refused for the arguments (a validation error, or MCP's -32602); on it, for reads, served.
+#[then(regex = r"^every input bound filed under ([A-Z]+-[0-9]+) is refused past it and served on it$")]
+async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Result<()> {
+    let rows: Vec<_> = matrices::bound_rows(w.dataset()).into_iter().filter(|r| r.clause == clause).collect();
+    if rows.is_empty() {
+        return Err(w.fail(format!("input bounds filed under {clause}"), "none derived from the contract"));
+    }
+    let mut misses = Misses::default();
+    let reference = ErrorCode::InvalidArguments.as_str();
+    let mut other_codes = Vec::new();
+    for row in &rows {
+        if row.tool.kind().is_write() {
+            w.dirty = true;
+        }
+        call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
+        let ex = w.last()?;
+        let category = ex
+            .structured()
+            .filter(|_| ex.is_error())
+            .and_then(|s| s.pointer("/data/error/category"))
+            .and_then(Value::as_str);
+        let invalid_params =
+            ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602);
+        let held = match row.expect {
+            matrices::Expect::Refused => category == Some("validation") || invalid_params,
+            matrices::Expect::Served => outcome(w) == "success",
+        };
+        // The seed names no code for these refusals; the reference's is MCP_INVALID_ARGUMENTS.
+        let code = error_code(w);
+        if held && row.expect == matrices::Expect::Refused && code.as_deref() != Some(reference) {
+            let got = code.unwrap_or_else(|| "JSON-RPC error -32602".to_owned());
+            other_codes.push(format!("{} with {}: {got}", row.tool.as_str(), row.edge));
+        }
+        if !held {
+            let want = match row.expect {
+                matrices::Expect::Refused => "refused",
+                matrices::Expect::Served => "served",
+            };
+            misses
+                .add(w, format!("{} with {}: {} (expected {want})", row.tool.as_str(), row.edge, outcome(w)));
+        }
+    }
+    if let Some(first) = other_codes.first() {
+        w.ext_difference(
+            "error-codes",
+            format!(
+                "{} of the {} refusals with another code than {reference} (first: {first})",
+                other_codes.len(),
+                rows.iter().filter(|r| r.expect == matrices::Expect::Refused).count()
+            ),
+        );
+    }
+    misses.verdict(w, rows.len(), &format!("every input bound under {clause} held at its edge"))
+}

@@ -116,3 +116,27 @@ fn built_in_features_are_the_folder() {
     );
     assert!(built_in == on_disk, "a built-in feature differs from its file: rebuild");
 }
+
+/// Every clause the bounds matrix files rows under has its scenario, tagged with that clause, and
+/// no such scenario names a clause without rows: a bound the contract adds is checked in the run.
+#[test]
+fn every_clause_of_the_bounds_matrix_has_its_scenario() {
+    const STEP: &str = "every input bound filed under ";
+    let dataset = chataigne_contract::dataset::generate();
+    let derived: BTreeSet<&str> =
+        chataigne_conformance::matrices::bound_rows(&dataset).iter().map(|r| r.clause).collect();
+    let mut scenarios = BTreeSet::new();
+    for path in feature_files(&features_dir()).unwrap() {
+        let feature = gherkin::Feature::parse_path(&path, GherkinEnv::default()).unwrap();
+        for sc in &feature.scenarios {
+            for step in &sc.steps {
+                let Some(rest) = step.value.strip_prefix(STEP) else { continue };
+                let clause = rest.split(' ').next().unwrap().to_owned();
+                assert!(sc.tags.contains(&clause), "{}: tagged {:?}, checks {clause}", sc.name, sc.tags);
+                scenarios.insert(clause);
+            }
+        }
+    }
+    let scenarios: BTreeSet<&str> = scenarios.iter().map(String::as_str).collect();
+    assert_eq!(scenarios, derived, "clauses with a bounds scenario vs clauses the matrix derives");
+}
