@@ -66,3 +66,7 @@ Feature: The contract's tables, every case
   @ABS-2
   Scenario: Every status outside the lifecycle's targets is refused
     Then every input bound filed under ABS-2 is refused past it and served on it
+
+  @AUTH-6
+  Scenario: Every state change is let through to its precondition for every persona the tables allow
+    Then every persona gets to the precondition of every state change the tables allow

@@ -131,7 +131,8 @@ fn validate(app: &App, tool: ToolName, args: &Value) -> Result<(), ToolError> {
 fn check_role(app: &App, tool: ToolName, role: Option<Role>) -> Result<(), ToolError> {
     match (tool.min_role(), role) {
         (None, _) => Ok(()),
-        (Some(min), Some(role)) if role >= min || app.defects.ignores_roles(tool) => Ok(()),
+        (Some(min), Some(role)) if role > min || app.defects.ignores_roles(tool) => Ok(()),
+        (Some(min), Some(role)) if role == min && !app.defects.refuses_role_at_minimum() => Ok(()),
         // Tools without a target resource (list_organizations) need no role.
         (Some(_), None) if !tools::has_target(tool) => Ok(()),
         _ => Err(ErrorCode::ResourceForbidden.into()),

@@ -85,6 +85,7 @@ named_modes! {
         SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found (and an order moved) through any restaurant of its own organization";
         ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
         RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
+        RoleAtMinimumRefused = "role-at-minimum-refused", "AUTH-6", "a role exactly at a tool's minimum is refused (> for >=)";
         MessageRoleIgnored = "message-role-ignored", "AUTH-6", "send_message does not check the role (a viewer can send)";
         RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
         OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
@@ -242,6 +243,11 @@ impl Defects {
     pub fn ignores_roles(&self, tool: ToolName) -> bool {
         self.has(Defect::RolesIgnored)
             || (self.has(Defect::MessageRoleIgnored) && tool == ToolName::SendMessage)
+    }
+
+    /// AUTH-6 the other way: the comparison that lets a role through is strict.
+    pub fn refuses_role_at_minimum(&self) -> bool {
+        self.has(Defect::RoleAtMinimumRefused)
     }
 
     pub fn ignores_scopes(&self, tool: ToolName) -> bool {

@@ -323,3 +323,44 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
     }
     misses.verdict(w, rows.len(), &format!("every input bound under {clause} held at its edge"))
 }
+
+/// The tables' allowed side for writes, without an effect: every state change a persona's scope,
+/// membership and role allow gets as far as its precondition. The arguments name a state the
+/// record is not in, so a server that let the persona through answers with the precondition's
+/// conflict; a refusal for access there is the table broken. (Writes that create records are
+/// left to the hand-written scenarios: their effect would change what others list.)
+#[then("every persona gets to the precondition of every state change the tables allow")]
+async fn allowed_state_changes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows: Vec<_> = matrices::access_rows(w.dataset())
+        .into_iter()
+        .filter(|r| r.fails.is_empty() && r.tool.kind().is_write() && r.args.get("expected_status").is_some())
+        .collect();
+    if rows.is_empty() {
+        return Err(w.fail("state changes the tables allow", "none derived from the dataset"));
+    }
+    let mut misses = Misses::default();
+    for row in &rows {
+        w.use_persona(&row.persona)?;
+        w.dirty = true;
+        call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
+        let ex = w.last()?;
+        let category = ex
+            .structured()
+            .filter(|_| ex.is_error())
+            .and_then(|s| s.pointer("/data/error/category"))
+            .and_then(Value::as_str);
+        if category != Some("conflict") {
+            misses.add(
+                w,
+                format!(
+                    "{} calling {} on {}: {} (expected the precondition's conflict)",
+                    row.persona,
+                    row.tool.as_str(),
+                    row.restaurant,
+                    outcome(w)
+                ),
+            );
+        }
+    }
+    misses.verdict(w, rows.len(), "every state change the tables allow reaches its precondition")
+}
