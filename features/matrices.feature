@@ -32,8 +32,8 @@ Feature: The contract's tables, every case
     Then every persona is served every read the scope, membership and role tables allow
 
   @PRE-3
-  Scenario: Every step forward of the lifecycle is served, out of every state it leaves
-    Then every step forward the order lifecycle allows is served and shows in the order
+  Scenario: Every step forward of the lifecycle from accepted on is served, with its effect
+    Then every step forward the order lifecycle allows from accepted on is served and shows in the order
 
   @PROTO-3
   Scenario: Every tool refuses each argument of the wrong type, missing, outside its enum or pattern, or unknown

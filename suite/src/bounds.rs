@@ -1,7 +1,7 @@
 //! What a tool's input schema forbids, member by member: the mutations that make valid arguments
 //! invalid (one bound, type, enum, pattern or required member at a time) and the clause a server
 //! breaks by accepting each. Pure, from the schema alone: the fuzzer draws from it and the
-//! matrices (`crate::matrices::bound_rows`) check every one of them in each certification.
+//! matrices (`bound_rows`) check every one of them in each certification.
 
 use serde_json::Value;
 

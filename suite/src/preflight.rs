@@ -95,9 +95,12 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
 
 /// The busy restaurant's orders a run needs, by status: how many it moves out of that status at
 /// most on a server nothing resets, and how many must be there when it starts (PRE-3 moves
-/// orders back from `preparing`, `ready` and `completed`: refused, so never consumed).
-pub const ORDERS_A_RUN_NEEDS: [(&str, usize, usize); 4] = [
+/// orders back from `preparing`, `ready` and `completed`: refused, so never consumed; the
+/// forward matrix walks one `accepted` order to `completed`, and PRE-2 and PRE-4 each leave one
+/// more accepted, so a run never uses those up).
+pub const ORDERS_A_RUN_NEEDS: [(&str, usize, usize); 5] = [
     ("received", RECEIVED_PER_RUN, RECEIVED_PER_RUN),
+    ("accepted", 0, 1),
     ("preparing", 0, 1),
     ("ready", 0, 1),
     ("completed", 0, 1),
@@ -360,13 +363,18 @@ mod tests {
 
     #[test]
     fn runs_left_follow_the_scarcest_status() {
-        let all = |received| [("received", received), ("preparing", 6), ("ready", 3), ("completed", 25)];
+        let all = |received| {
+            [("received", received), ("accepted", 9), ("preparing", 6), ("ready", 3), ("completed", 25)]
+        };
         assert_eq!(runs_left(&all(86)).0, 28);
         assert_eq!(runs_left(&all(3)).0, 1);
         let (runs, why) = runs_left(&all(2));
         assert_eq!(runs, 0);
         assert_eq!(why, "2 orders in status received; a run needs 3");
-        let (runs, why) = runs_left(&[("received", 86), ("preparing", 6), ("completed", 25)]);
+        let (runs, why) =
+            runs_left(&[("received", 86), ("accepted", 9), ("preparing", 6), ("completed", 25)]);
         assert_eq!((runs, why.as_str()), (0, "0 orders in status ready; a run needs 1"));
+        let (runs, why) = runs_left(&[("received", 86), ("preparing", 6), ("ready", 3), ("completed", 25)]);
+        assert_eq!((runs, why.as_str()), (0, "0 orders in status accepted; a run needs 1"));
     }
 }

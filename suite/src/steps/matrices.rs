@@ -235,12 +235,14 @@ async fn allowed_reads(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     misses.verdict(w, rows.len(), "a success for every read the tables allow")
 }
 
-/// PRE-3's other side: every step forward of the lifecycle, from the state the caller saw, is
-/// served and shows in the order afterwards. One order walks the whole lifecycle (claimed for
-/// the run): the dataset holds few orders in the later states, and other scenarios need them.
-#[then("every step forward the order lifecycle allows is served and shows in the order")]
+/// PRE-3's other side: every step forward of the lifecycle from `accepted` on, from the state the
+/// caller saw, is served and shows in the order afterwards. One order walks the rest of the
+/// lifecycle (claimed for the run). It starts accepted, not received: received orders are what
+/// runs without a reset use up (`RECEIVED_PER_RUN`), while every run leaves accepted ones
+/// (PRE-2, PRE-4); the first step, received → accepted, is PRE-2's own scenario.
+#[then("every step forward the order lifecycle allows from accepted on is served and shows in the order")]
 async fn forward_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let rows = matrices::forward_moves();
+    let rows: Vec<_> = matrices::forward_moves().into_iter().skip(1).collect();
     let restaurant = w.dataset().landmarks.busy_restaurant.clone();
     let Some((start, _)) = rows.first() else {
         return Err(w.fail("steps forward in the lifecycle", "none derived from the contract"));
