@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::dev::faults::FaultError;
 use crate::error::ToolError;
 use crate::state::idempotency::{Claim, Fingerprint, Owner, Slot, StoreError};
 use crate::state::ratelimit::RateKey;
@@ -194,11 +193,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         let mut guard = ReleaseOnDrop { app: call.app.clone(), owned: claim };
         pause(fault.latency_ms).await;
         let outcome = match fault.error {
-            Some(error) => Err(ToolError::new(match error {
-                FaultError::Internal => ErrorCode::InternalError,
-                FaultError::Dependency => ErrorCode::DependencyUnavailable,
-                FaultError::Panic => panic!("injected panic"),
-            })),
+            Some(error) => Err(ToolError::new(error.raise())),
             None => tools::run(&call),
         };
         match (&outcome, guard.owned.take()) {

@@ -214,11 +214,11 @@ fn own_origin(public_url: &str) -> Option<&str> {
 fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
     let token = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
     // The audience is the canonical resource, never one built from the request (RFC 8707).
-    let issued = |t: &str| app.oauth.check(t, &app.resource_url(), app.clock.now_ms());
+    let issued = |t: &str| app.issuer().check(t, &app.resource_url(), app.clock.now_ms());
     match token.and_then(|t| app.tokens.check(t).or_else(|| issued(t))) {
         Some(p) => Some(p),
         None if app.defects.serves_anonymous_as_owner() && token.is_none() => {
-            app.tokens.check(&format!("{}owner", crate::DEV_TOKEN_PREFIX))
+            app.tokens.check(&format!("{}owner", crate::auth::DEV_TOKEN_PREFIX))
         }
         None => None,
     }
