@@ -24,6 +24,7 @@ use axum::{Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chataigne_contract::dataset::Persona;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -745,13 +746,11 @@ async fn approve(State(server): State<Arc<AuthServer>>, Form(p): Form<AuthorizeP
     Redirect::to(&format!("{}{sep}code={code}{state}", p.redirect_uri)).into_response()
 }
 
+/// Every byte but RFC 3986's unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
+const RESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    utf8_percent_encode(text, RESERVED).to_string()
 }
 
 #[derive(Deserialize)]
@@ -845,6 +844,12 @@ fn verifier_ok(verifier: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urlencode_keeps_only_the_unreserved_bytes() {
+        assert_eq!(urlencode("aZ09-._~"), "aZ09-._~");
+        assert_eq!(urlencode("a b+c/d?e=f&g*h%é"), "a%20b%2Bc%2Fd%3Fe%3Df%26g%2Ah%25%C3%A9");
+    }
 
     /// Room for the thousands of clients these tests register.
     fn oauth() -> OAuth {
