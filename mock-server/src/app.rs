@@ -7,7 +7,7 @@ use chataigne_contract::ToolName;
 use chataigne_contract::dataset::Dataset;
 use chataigne_contract::schema::Validator;
 
-use crate::auth::Tokens;
+use crate::auth::{Issuer, Tokens};
 use crate::dev::defects::{Defect, Defects};
 use crate::dev::faults::{Deadlines, Faults};
 use crate::dev::variants::{Variant, Variants};
@@ -17,6 +17,9 @@ use crate::state::ratelimit::RateLimiter;
 use crate::state::redis::Redis;
 use crate::state::store::Store;
 use crate::tools::cursor::CursorCodec;
+
+/// The published dataset, embedded so the binary runs anywhere.
+pub const EMBEDDED_DATASET: &str = include_str!("../../fixtures/dataset.json");
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -84,7 +87,7 @@ impl Config {
 
     /// The embedded dataset.
     pub fn embedded() -> Config {
-        Config::new(Dataset::from_json(crate::EMBEDDED_DATASET).expect("the embedded dataset parses"))
+        Config::new(Dataset::from_json(EMBEDDED_DATASET).expect("the embedded dataset parses"))
     }
 
     /// The embedded dataset with the control API on: what tests and `--embedded` runs use.
@@ -102,7 +105,8 @@ impl Config {
 pub struct App {
     pub config: Config,
     pub store: Store,
-    pub clock: Clock,
+    /// Shared with the development authorization server's routes.
+    pub clock: Arc<Clock>,
     pub idempotency: Arc<dyn IdempotencyStore>,
     pub keys: KeyHasher,
     pub rate: Arc<dyn RateLimiter>,
@@ -112,7 +116,9 @@ pub struct App {
     pub tokens: Tokens,
     /// The canonical base URL (no trailing `/`): see [`Config::public_url`].
     pub public_url: String,
-    pub oauth: crate::dev::oauth::OAuth,
+    /// The development authorization server's state: its routes (`crate::router`) and the
+    /// reset reach it here; the transport only through [`App::issuer`].
+    pub oauth: Arc<crate::dev::oauth::OAuth>,
     pub defects: Defects,
     pub variants: Variants,
     pub reporter: crate::reporting::Reporter,
@@ -190,7 +196,7 @@ impl App {
             crate::reporting::Reporter::new(config.sentry_dsn.as_deref(), defects.reports_arguments())?;
         Ok(App {
             store: Store::new(&config.dataset, config.synthetic_orders),
-            clock: Clock::default(),
+            clock: Arc::new(Clock::default()),
             idempotency,
             keys: KeyHasher::new(&secret),
             rate,
@@ -199,13 +205,18 @@ impl App {
             deadlines: RwLock::new(config.deadlines),
             tokens: Tokens::from_dataset(&config.dataset, defects.has(Defect::AudienceUnchecked)),
             public_url,
-            oauth: crate::dev::oauth::OAuth::new(config.oauth),
+            oauth: Arc::new(crate::dev::oauth::OAuth::new(config.oauth)),
             defects,
             variants,
             reporter,
             inputs,
             config,
         })
+    }
+
+    /// Who issued the bearer tokens this server accepts besides its static ones.
+    pub fn issuer(&self) -> &dyn Issuer {
+        &*self.oauth
     }
 
     /// The validator of the very schema `tools/list` publishes.

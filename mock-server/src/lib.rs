@@ -2,17 +2,17 @@
 //! HTTP at `/mcp` and over stdio. `main.rs` parses flags; everything else lives here so tests and
 //! the conformance runner start the very same server with [`run`].
 
-// Layers, each depending only on those below it (dev-only parts aside):
+// Layers, each depending only on those below it: ARCHITECTURE.md lists them ("Layers of
+// `mock-server/src`"), and tests/it/layers.rs fails on an import that points up. A call goes
 //   transport (HTTP gate, MCP binding) → pipeline (AUTH-8 order) → tools → state;
-//   auth (principals, tokens) is read by transport and pipeline; app composes them all;
-//   dev holds the control API, the development OAuth server, faults, defects and variants;
-//   reporting (Sentry) is used by the transport when a call ends in an internal error.
+//   app (the state they share) holds the dev parts' values, below it; router composes routes.
 pub mod app;
 pub mod auth;
 mod canonical;
 pub mod dev;
 pub mod error;
 pub mod logging;
+pub mod output;
 pub mod pipeline;
 pub mod reporting;
 pub mod router;
@@ -23,15 +23,10 @@ pub mod transport;
 use std::future::Future;
 use std::sync::Arc;
 
-pub use app::{App, Config};
+pub use app::{App, Config, EMBEDDED_DATASET};
+pub use auth::DEV_TOKEN_PREFIX;
 pub use dev::defects::Defect;
 pub use dev::variants::Variant;
-
-/// A persona's static development token is this prefix plus the persona's name.
-pub const DEV_TOKEN_PREFIX: &str = "dev-token-";
-
-/// The published dataset, embedded so the binary runs anywhere.
-pub const EMBEDDED_DATASET: &str = include_str!("../../fixtures/dataset.json");
 
 /// Serve Streamable HTTP on `listener` until `shutdown` resolves; in-flight calls finish first.
 /// Without `public_url`, the canonical resource is `http://<the listener's address>/mcp`.

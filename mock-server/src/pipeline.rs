@@ -15,9 +15,8 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::auth::Principal;
-use crate::dev::faults::FaultError;
 use crate::error::ToolError;
-use crate::state::idempotency::{Claim, Fingerprint, Owner, Slot, StoreError};
+use crate::state::idempotency::{Claim, Fingerprint, Owner, RUNNING_TTL, Slot, StoreError};
 use crate::state::ratelimit::RateKey;
 use crate::tools::{self, Call, Output};
 
@@ -195,11 +194,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         let mut guard = ReleaseOnDrop { app: call.app.clone(), owned: claim };
         pause(fault.latency_ms).await;
         let outcome = match fault.error {
-            Some(error) => Err(ToolError::new(match error {
-                FaultError::Internal => ErrorCode::InternalError,
-                FaultError::Dependency => ErrorCode::DependencyUnavailable,
-                FaultError::Panic => panic!("injected panic"),
-            })),
+            Some(error) => Err(ToolError::new(error.raise())),
             None => tools::run(&call),
         };
         match (&outcome, guard.owned.take()) {
@@ -263,15 +258,12 @@ fn release_later(app: Arc<App>, owned: Owned) {
         return;
     }
     tokio::spawn(async move {
-        let give_up = Instant::now() + crate::state::redis::RUNNING_TTL;
-        let mut wait = Duration::from_millis(100);
-        while app.idempotency.release(owned.slot, owned.owner).await.is_err() {
-            if Instant::now() >= give_up {
-                tracing::warn!("idempotency store unavailable; claim left to expire");
-                return;
-            }
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
+        let released = || {
+            let app = app.clone();
+            async move { app.idempotency.release(owned.slot, owned.owner).await.is_ok() }
+        };
+        if !retry_until_expiry(released).await {
+            tracing::warn!("idempotency store unavailable; claim left to expire");
         }
     });
 }
@@ -284,12 +276,33 @@ async fn store_success(app: &Arc<App>, owned: Owned, data: &Value) {
         return;
     }
     tracing::warn!("idempotency store unavailable; retrying to store a success");
-    let (app, data) = (app.clone(), data.clone());
+    let (app, data) = (app.clone(), Arc::new(data.clone()));
     tokio::spawn(async move {
-        let mut wait = Duration::from_millis(100);
-        while app.idempotency.complete(owned.slot, owned.fingerprint, &data, now).await.is_err() {
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
+        let stored = || {
+            let (app, data) = (app.clone(), data.clone());
+            async move { app.idempotency.complete(owned.slot, owned.fingerprint, &data, now).await.is_ok() }
+        };
+        if !retry_until_expiry(stored).await {
+            tracing::warn!(
+                "idempotency store unavailable; a success was not stored before its claim expired"
+            );
         }
     });
+}
+
+/// The background retries of a store that did not answer: `attempt` now, then after 100 ms,
+/// doubling up to 5 s, until it succeeds (true) or a running claim has expired in the store on
+/// its own (`RUNNING_TTL`, false): past that the key is free again, and retrying longer would
+/// only keep a task alive for a store that may never come back.
+async fn retry_until_expiry<F: Future<Output = bool>>(mut attempt: impl FnMut() -> F) -> bool {
+    let give_up = Instant::now() + RUNNING_TTL;
+    let mut wait = Duration::from_millis(100);
+    while !attempt().await {
+        if Instant::now() >= give_up {
+            return false;
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(5));
+    }
+    true
 }

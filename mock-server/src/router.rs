@@ -10,16 +10,21 @@ use axum::middleware::from_fn_with_state;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
-use crate::dev;
+use crate::dev::{control, oauth};
 use crate::transport::{self, http};
 
 pub fn router(app: Arc<App>, ct: CancellationToken) -> Router {
     let mut router = http::routes(app.clone(), ct);
     if app.config.auth_server {
-        router = router.merge(dev::oauth::router(app.clone()));
+        router = router.merge(oauth::router(oauth::AuthServer {
+            oauth: app.oauth.clone(),
+            clock: app.clock.clone(),
+            public_url: app.public_url.clone(),
+            personas: app.config.dataset.personas.clone(),
+        }));
     }
     if app.config.control_secret.is_some() {
-        router = router.nest("/control", dev::control::router(app.clone()));
+        router = router.nest("/control", control::router(app.clone()));
     }
     // Every route is behind the DNS-rebinding check, not only /mcp (PROTO-5).
     router.layer(from_fn_with_state(app, http::rebinding_guard))

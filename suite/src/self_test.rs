@@ -196,7 +196,7 @@ pub fn run<Out: io::Write + 'static>(
             _ => "full",
         };
         let by = clause.and_then(|c| c.full_reason.clone().or_else(|| c.reason.clone())).unwrap_or_default();
-        let by = crate::client::cut(by.lines().next().unwrap_or_default(), 140).replace('|', "\\|");
+        let by = crate::text::table_cell(&by, 140);
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} |",
@@ -249,7 +249,7 @@ pub fn run<Out: io::Write + 'static>(
             variant.description(),
             match &verdict {
                 Ok(why) => format!("✅ {why}"),
-                Err(why) => format!("❌ {}", why.replace('|', "\\|")),
+                Err(why) => format!("❌ {}", crate::text::escape_pipes(why)),
             }
         );
         let _ = writeln!(

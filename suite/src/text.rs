@@ -8,6 +8,16 @@ pub fn compact(value: &Value, max: usize) -> String {
     cut(&value.to_string(), max)
 }
 
+/// Text for one cell of a Markdown table: its first line, cut to `max` bytes, pipes escaped.
+pub fn table_cell(text: &str, max: usize) -> String {
+    escape_pipes(&cut(text.lines().next().unwrap_or_default(), max))
+}
+
+/// Pipes escaped, so the text stays within its Markdown table cell.
+pub fn escape_pipes(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
 /// `text` cut to at most `max` bytes on a character boundary, saying how much was left out.
 pub fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {

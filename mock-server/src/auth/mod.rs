@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use chataigne_contract::dataset::Dataset;
 use serde::Serialize;
 
-use crate::DEV_TOKEN_PREFIX;
+/// A persona's static development token is this prefix plus the persona's name.
+pub const DEV_TOKEN_PREFIX: &str = "dev-token-";
 
 /// Who is calling: the delegated user, through which OAuth client, with which scopes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,14 @@ impl Principal {
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
     }
+}
+
+/// Access tokens an authorization server issued for this server (the development one,
+/// `dev::oauth`, implements it): the transport checks bearers through this, never through that
+/// server itself.
+pub trait Issuer: Send + Sync + std::fmt::Debug {
+    /// The principal of an issued access token, if it is live and for `audience`.
+    fn check(&self, token: &str, audience: &str, now_ms: i64) -> Option<Principal>;
 }
 
 /// A persona's development token, as `chataigne-mock personas --json` prints it.

@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use crate::auth::Principal;
 use crate::error::ToolError;
+use crate::output::Output;
 use crate::state::idempotency::{Claim, Fingerprint, KeyHasher, Slot};
 use crate::state::store::{Data, Key, OrderRef};
-use crate::tools::Output;
 
 named_modes! {
     /// A deliberate defect: the suite must fail its clause.

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use chataigne_contract::ErrorCode;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,6 +17,17 @@ pub enum FaultError {
     /// A panic in the tool: the call's boundary turns it into MCP_INTERNAL_ERROR (and an error
     /// report, `crate::reporting`).
     Panic,
+}
+
+impl FaultError {
+    /// The code the faulty call ends with; a `Panic` panics here, inside the call.
+    pub fn raise(self) -> ErrorCode {
+        match self {
+            FaultError::Internal => ErrorCode::InternalError,
+            FaultError::Dependency => ErrorCode::DependencyUnavailable,
+            FaultError::Panic => panic!("injected panic"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,8 @@
 //! Development-only parts, never needed to honour the contract: the control API, the development
 //! OAuth authorization server, injected faults and deadlines, deliberate defect modes and allowed
 //! variants. Healthy code asks `defects`, `variants` and `faults` as values held by `App` (one
-//! seam each); nothing outside this module depends on `control` or `oauth`.
+//! seam each) and issued bearers through `auth::Issuer`; only `app` and `router` (composition)
+//! name anything here (tests/it/layers.rs).
 
 /// Declares an enum of named development modes (defects, variants): each variant with its flag
 /// name, the clause it concerns and what it changes; `ALL`, `name`, `clause`, `description` and

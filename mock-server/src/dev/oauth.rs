@@ -23,13 +23,15 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chataigne_contract::dataset::Persona;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::app::App;
-use crate::auth::Principal;
+use crate::auth::{Issuer, Principal};
+use crate::state::clock::Clock;
 use crate::state::expiry::Swept;
 use crate::transport::serve::BodyError;
 
@@ -293,13 +295,6 @@ impl OAuth {
         lock(&self.access).map.insert(token.to_owned(), issued);
     }
 
-    /// The principal of an issued access token, if it is live and for `audience`.
-    pub fn check(&self, token: &str, audience: &str, now_ms: i64) -> Option<Principal> {
-        let access = lock(&self.access);
-        let issued = access.map.get(token)?;
-        (issued.expires_ms > now_ms && issued.audience == audience).then(|| issued.principal.clone())
-    }
-
     /// Tokens for a code's `grant`, starting a refresh token family; `None` if its client is gone
     /// (evicted or expired). Marks the client used.
     fn issue(&self, grant: &Grant, now_ms: i64) -> Option<serde_json::Value> {
@@ -400,6 +395,15 @@ impl OAuth {
     }
 }
 
+impl Issuer for OAuth {
+    /// The principal of an issued access token, if it is live and for `audience`.
+    fn check(&self, token: &str, audience: &str, now_ms: i64) -> Option<Principal> {
+        let access = lock(&self.access);
+        let issued = access.map.get(token)?;
+        (issued.expires_ms > now_ms && issued.audience == audience).then(|| issued.principal.clone())
+    }
+}
+
 fn token_response(grant: &Grant, access_token: String, refresh_token: String) -> serde_json::Value {
     json!({
         "access_token": access_token, "token_type": "Bearer", "expires_in": ACCESS_TTL_MS / 1000,
@@ -407,19 +411,42 @@ fn token_response(grant: &Grant, access_token: String, refresh_token: String) ->
     })
 }
 
-pub fn router(app: Arc<App>) -> Router {
+/// What the authorization server's routes read: its own state, the server's clock, the
+/// canonical base URL and the personas a developer may act as. `crate::router` builds it from
+/// the server's parts, so nothing here reads `App`.
+#[derive(Debug, Clone)]
+pub struct AuthServer {
+    pub oauth: Arc<OAuth>,
+    pub clock: Arc<Clock>,
+    /// The canonical base URL (no trailing `/`), as `App::public_url`.
+    pub public_url: String,
+    pub personas: Vec<Persona>,
+}
+
+impl AuthServer {
+    /// The resource server's identifier (RFC 8707), as `App::resource_url`.
+    fn resource_url(&self) -> String {
+        format!("{}/mcp", self.public_url)
+    }
+
+    fn persona(&self, name: &str) -> Option<&Persona> {
+        self.personas.iter().find(|p| p.persona == name)
+    }
+}
+
+pub fn router(server: AuthServer) -> Router {
     Router::new()
         .route("/.well-known/oauth-authorization-server", get(metadata))
         .route("/oauth/register", post(register))
         .route("/oauth/authorize", get(consent).post(approve))
         .route("/oauth/token", post(token))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
-        .with_state(app)
+        .with_state(Arc::new(server))
 }
 
 /// RFC 8414 metadata, from the canonical URL whatever the `Host`.
-async fn metadata(State(app): State<Arc<App>>) -> Json<serde_json::Value> {
-    let base = &app.public_url;
+async fn metadata(State(server): State<Arc<AuthServer>>) -> Json<serde_json::Value> {
+    let base = &server.public_url;
     Json(json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/oauth/authorize"),
@@ -517,10 +544,10 @@ fn parse_registration(body: &[u8]) -> Result<Registration, (&'static str, &'stat
 /// route: `transport::http::rebinding_guard`): the peer's rate (429); a JSON content type (a page
 /// cannot send one without a preflight we never grant); the body cap (413); the metadata caps
 /// (400).
-async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
+async fn register(State(server): State<Arc<AuthServer>>, request: Request) -> Response {
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0);
-    let now = app.clock.now_ms();
-    if let Err(retry_ms) = app.oauth.admit_registration(peer_key(peer), now) {
+    let now = server.clock.now_ms();
+    if let Err(retry_ms) = server.oauth.admit_registration(peer_key(peer), now) {
         let mut response = oauth_error(
             StatusCode::TOO_MANY_REQUESTS,
             "temporarily_unavailable",
@@ -564,7 +591,7 @@ async fn register(State(app): State<Arc<App>>, request: Request) -> Response {
         Ok(reg) => reg,
         Err((error, description)) => return oauth_error(StatusCode::BAD_REQUEST, error, description),
     };
-    let client_id = app.oauth.register_client(reg.redirect_uris.clone(), now);
+    let client_id = server.oauth.register_client(reg.redirect_uris.clone(), now);
     (
         StatusCode::CREATED,
         Json(json!({
@@ -608,13 +635,13 @@ fn challenge_ok(challenge: &str) -> bool {
     challenge.len() == 43 && challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn check_params(app: &App, p: &AuthorizeParams) -> Result<(), Refusal> {
-    app.oauth.check_client(&p.client_id, &p.redirect_uri, app.clock.now_ms())?;
+fn check_params(server: &AuthServer, p: &AuthorizeParams) -> Result<(), Refusal> {
+    server.oauth.check_client(&p.client_id, &p.redirect_uri, server.clock.now_ms())?;
     if p.response_type != "code" || p.code_challenge_method != "S256" || !challenge_ok(&p.code_challenge) {
         return Err(Refusal::Direct("invalid_request", "code flow with PKCE S256 required"));
     }
     // RFC 8707 §2: this server mints tokens for its own canonical resource only.
-    if p.resource.as_deref().is_some_and(|r| r != app.resource_url()) {
+    if p.resource.as_deref().is_some_and(|r| r != server.resource_url()) {
         return Err(Refusal::Redirect("invalid_target", "resource is not this server's canonical resource"));
     }
     Ok(())
@@ -641,8 +668,8 @@ fn escape(text: &str) -> String {
 }
 
 /// The consent page: pick which dataset persona the client acts as.
-async fn consent(State(app): State<Arc<App>>, Query(p): Query<AuthorizeParams>) -> Response {
-    if let Err(refusal) = check_params(&app, &p) {
+async fn consent(State(server): State<Arc<AuthServer>>, Query(p): Query<AuthorizeParams>) -> Response {
+    if let Err(refusal) = check_params(&server, &p) {
         return refuse(&p, refusal);
     }
     let hidden: String = [
@@ -658,9 +685,7 @@ async fn consent(State(app): State<Arc<App>>, Query(p): Query<AuthorizeParams>) 
     .into_iter()
     .filter_map(|(k, v)| v.map(|v| format!(r#"<input type="hidden" name="{k}" value="{}">"#, escape(&v))))
     .collect();
-    let buttons: String = app
-        .config
-        .dataset
+    let buttons: String = server
         .personas
         .iter()
         .filter(|p| p.audience.is_none())
@@ -684,15 +709,11 @@ async fn consent(State(app): State<Arc<App>>, Query(p): Query<AuthorizeParams>) 
     (no_framing, page).into_response()
 }
 
-async fn approve(State(app): State<Arc<App>>, Form(p): Form<AuthorizeParams>) -> Response {
-    if let Err(refusal) = check_params(&app, &p) {
+async fn approve(State(server): State<Arc<AuthServer>>, Form(p): Form<AuthorizeParams>) -> Response {
+    if let Err(refusal) = check_params(&server, &p) {
         return refuse(&p, refusal);
     }
-    let persona = p
-        .persona
-        .as_deref()
-        .and_then(|name| app.config.dataset.persona(name))
-        .filter(|p| p.audience.is_none());
+    let persona = p.persona.as_deref().and_then(|name| server.persona(name)).filter(|p| p.audience.is_none());
     let Some(persona) = persona else {
         return oauth_error(StatusCode::BAD_REQUEST, "access_denied", "pick a persona");
     };
@@ -715,9 +736,9 @@ async fn approve(State(app): State<Arc<App>>, Form(p): Form<AuthorizeParams>) ->
             client_id: persona.client_id.clone(),
             scopes,
         },
-        audience: app.resource_url(),
+        audience: server.resource_url(),
     };
-    let Some(code) = app.oauth.park_code(grant, app.clock.now_ms()) else {
+    let Some(code) = server.oauth.park_code(grant, server.clock.now_ms()) else {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_client", "unknown client_id");
     };
     let sep = if p.redirect_uri.contains('?') { '&' } else { '?' };
@@ -725,13 +746,11 @@ async fn approve(State(app): State<Arc<App>>, Form(p): Form<AuthorizeParams>) ->
     Redirect::to(&format!("{}{sep}code={code}{state}", p.redirect_uri)).into_response()
 }
 
+/// Every byte but RFC 3986's unreserved ones (`A-Z a-z 0-9 - . _ ~`) as `%XX`.
+const RESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    utf8_percent_encode(text, RESERVED).to_string()
 }
 
 #[derive(Deserialize)]
@@ -751,10 +770,10 @@ struct TokenRequest {
     resource: Option<String>,
 }
 
-async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Response {
-    let now = app.clock.now_ms();
+async fn token(State(server): State<Arc<AuthServer>>, Form(req): Form<TokenRequest>) -> Response {
+    let now = server.clock.now_ms();
     // RFC 8707 §2.2: a token for any other resource is refused, not minted.
-    if req.resource.as_deref().is_some_and(|r| r != app.resource_url()) {
+    if req.resource.as_deref().is_some_and(|r| r != server.resource_url()) {
         return oauth_error(
             StatusCode::BAD_REQUEST,
             "invalid_target",
@@ -763,7 +782,7 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
     }
     let body = match req.grant_type.as_str() {
         "authorization_code" => {
-            let grant = req.code.as_deref().and_then(|c| app.oauth.take_code(c, now));
+            let grant = req.code.as_deref().and_then(|c| server.oauth.take_code(c, now));
             let Some(grant) = grant else {
                 return oauth_error(
                     StatusCode::BAD_REQUEST,
@@ -784,7 +803,7 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
                     "PKCE, client or redirect mismatch",
                 );
             }
-            let Some(body) = app.oauth.issue(&grant, now) else {
+            let Some(body) = server.oauth.issue(&grant, now) else {
                 return oauth_error(
                     StatusCode::BAD_REQUEST,
                     "invalid_grant",
@@ -803,7 +822,7 @@ async fn token(State(app): State<Arc<App>>, Form(req): Form<TokenRequest>) -> Re
                     "refresh_token and client_id are required",
                 );
             };
-            match app.oauth.refresh(token, client_id, now) {
+            match server.oauth.refresh(token, client_id, now) {
                 Ok(body) => body,
                 Err(description) => {
                     return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", description);
@@ -825,6 +844,12 @@ fn verifier_ok(verifier: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urlencode_keeps_only_the_unreserved_bytes() {
+        assert_eq!(urlencode("aZ09-._~"), "aZ09-._~");
+        assert_eq!(urlencode("a b+c/d?e=f&g*h%é"), "a%20b%2Bc%2Fd%3Fe%3Df%26g%2Ah%25%C3%A9");
+    }
 
     /// Room for the thousands of clients these tests register.
     fn oauth() -> OAuth {

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::error::ToolError;
 
+use crate::output::Output;
 use crate::state::ratelimit::{MemoryLimiter, RateLimiter, SlidingLogLimiter, TokenBucketLimiter};
-use crate::tools::Output;
 
 named_modes! {
     /// An allowed variant: the suite must still certify the seed level with it.

@@ -82,6 +82,10 @@ enum Entry {
     Done { fingerprint: Fingerprint, data: Value, at_ms: i64 },
 }
 
+/// How long a running claim survives, in a shared store, a replica that died mid-call: past it
+/// the key may be claimed again (Redis sets it; the pipeline's background retries stop then).
+pub(crate) const RUNNING_TTL: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
 /// Retry hint while a duplicate runs: about the time a write takes here.
 pub(crate) const IN_PROGRESS_RETRY_MS: u64 = 250;
 

@@ -21,12 +21,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::state::idempotency::{
-    Claim, Fingerprint, IN_PROGRESS_RETRY_MS, IdempotencyStore, Owner, Slot, StoreError, StoreFuture, pending,
+    Claim, Fingerprint, IN_PROGRESS_RETRY_MS, IdempotencyStore, Owner, RUNNING_TTL, Slot, StoreError,
+    StoreFuture, pending,
 };
 use crate::state::ratelimit::{RateKey, RateLimiter, Verdict, WINDOW_MS};
 
-/// How long a running claim survives a replica that died mid-call.
-pub(crate) const RUNNING_TTL: Duration = Duration::from_secs(10 * 60);
 /// Redis-side expiry of stored results: the retention plus slack for a clock moved forward.
 const DONE_TTL_MS: i64 = 25 * 3600 * 1000;
 const RETENTION_MS: i64 = chataigne_contract::IDEMPOTENCY_RETENTION_SECS as i64 * 1000;

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::app::App;
 use crate::auth::Principal;
 use crate::error::ToolError;
+pub use crate::output::Output;
 use crate::state::store::Key;
 use crate::tools::cursor::Binding;
 
@@ -44,31 +45,6 @@ impl Call {
 
     pub fn restaurant_id(&self) -> Result<&str, ToolError> {
         self.req("restaurant_id")
-    }
-}
-
-/// What a tool returns, before the envelope.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Output {
-    pub data: Value,
-    pub next_cursor: Option<String>,
-    pub truncated: bool,
-    pub replayed: bool,
-    /// The short text a person reads (ENV-1); at most 4 KiB (ENV-3).
-    pub summary: String,
-}
-
-impl Output {
-    pub fn new(data: Value, summary: impl Into<String>) -> Output {
-        Output { data, next_cursor: None, truncated: false, replayed: false, summary: summary.into() }
-    }
-
-    /// The stored result of a keyed write, replayed (IDEM-2).
-    pub fn replayed(tool: ToolName, data: Value) -> Output {
-        Output {
-            replayed: true,
-            ..Output::new(data, format!("{tool}: replayed the stored result of this idempotency key"))
-        }
     }
 }
 

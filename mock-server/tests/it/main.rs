@@ -10,6 +10,7 @@ mod connections;
 mod deadlines;
 mod envelope;
 mod idempotency;
+mod layers;
 mod limits;
 mod malformed;
 mod oauth;

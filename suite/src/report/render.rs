@@ -19,9 +19,7 @@ fn icon(status: Status) -> &'static str {
 
 /// One table cell: no pipes or newlines.
 fn cell(text: &str) -> String {
-    let one_line = text.lines().next().unwrap_or_default();
-    let cut = crate::client::cut(one_line, 160);
-    cut.replace('|', "\\|")
+    crate::text::table_cell(text, 160)
 }
 
 /// What the two levels mean, for readers who meet them first in a report.

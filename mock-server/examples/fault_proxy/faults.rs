@@ -1,0 +1,157 @@
+//! The catalogue of faults: name, clause, level and what each breaks (`fault_proxy --list`),
+//! and the clauses no proxy can break.
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Level {
+    /// The seed text requires it: `status` of the clause in the report.
+    Seed,
+    /// An ext clause or a reference choice: `full_status`.
+    Full,
+}
+
+macro_rules! faults {
+    ($($variant:ident = $name:literal, $clause:literal, $level:ident, $what:literal;)*) => {
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub(crate) enum Fault { Healthy, $($variant,)* }
+        pub(crate) const CATALOGUE: &[(Fault, &str, &str, Level, &str)] = &[
+            (Fault::Healthy, "none", "-", Level::Seed, "forwards everything unchanged (the proxy itself must be certified)"),
+            $((Fault::$variant, $name, $clause, Level::$level, $what),)*
+        ];
+    };
+}
+
+faults! {
+    Proto1OldProtocolOnly = "proto1-old-protocol-only", "PROTO-1", Seed, "initialize always negotiates 2025-03-26 and server/discover is unknown";
+    Proto1NoDiscover = "proto1-no-discover", "PROTO-1", Full, "server/discover is an unknown method (no stateless revision)";
+    Proto2UnknownToolResult = "proto2-unknown-tool-result", "PROTO-2", Seed, "an unknown tool is a tool result with isError, not JSON-RPC -32602";
+    Proto2ParseError500 = "proto2-parse-error-500", "PROTO-2", Seed, "a body that is not JSON gets HTTP 500";
+    Proto2UnknownMethodEmpty = "proto2-unknown-method-empty", "PROTO-2", Seed, "an unknown method gets an empty result instead of -32601";
+    Proto3OpenInputSchemas = "proto3-open-input-schemas", "PROTO-3", Full, "input schemas lose additionalProperties: false";
+    Proto3NoOutputSchema = "proto3-no-output-schema", "PROTO-3", Seed, "tools/list publishes no outputSchema";
+    Proto3NoDescription = "proto3-no-description", "PROTO-3", Seed, "tools/list entries have no description";
+    Proto3KeyedNotIdempotent = "proto3-keyed-not-idempotent", "PROTO-3", Full, "keyed writes lack idempotentHint";
+    Proto4CreatedAtEpoch = "proto4-created-at-epoch", "PROTO-4", Seed, "created_at is sent as epoch seconds, off the published schema";
+    Proto4NullNextCursor = "proto4-null-next-cursor", "PROTO-4", Seed, "meta.next_cursor is null on last pages (the schema wants a string)";
+    Proto5OriginStripped = "proto5-origin-stripped", "PROTO-5", Seed, "a front proxy drops Origin, so the server never sees a foreign one";
+    Proto5OriginPrefix = "proto5-origin-prefix", "PROTO-5", Seed, "Origin is checked with starts_with: http://localhost.evil.example passes";
+    Proto5HostRewritten = "proto5-host-rewritten", "PROTO-5", Full, "a front proxy rewrites Host to the upstream's, so a foreign Host passes";
+    Env1EmptyText = "env1-empty-text", "ENV-1", Seed, "successes carry an empty text block";
+    Env1ReplayedOmitted = "env1-replayed-omitted", "ENV-1", Seed, "meta.replayed is left out when false";
+    Env2UuidRequestId = "env2-uuid-request-id", "ENV-2", Full, "request_id is a bare UUID (no req_ prefix)";
+    Env2GatewayHeader = "env2-gateway-header", "ENV-2", Full, "the x-request-id header is the gateway's own, not the envelope's";
+    Env2ReplayKeepsId = "env2-replay-keeps-id", "ENV-2", Full, "a replay repeats the original call's request_id";
+    Env3TextIsJson = "env3-text-is-json", "ENV-3", Seed, "the text block is the whole structured output, pretty-printed";
+    Env3SummaryListsItems = "env3-summary-lists-items", "ENV-3", Seed, "list summaries name every item in full";
+    Env4IsErrorFalse = "env4-iserror-false", "ENV-4", Seed, "errors are not flagged isError";
+    Env4ErrorTopLevel = "env4-error-top-level", "ENV-4", Seed, "errors are {error, meta} instead of {data: {error}, meta}";
+    Env4NoMeta = "env4-no-meta", "ENV-4", Seed, "errors carry no meta";
+    Env5ForbiddenAuthentication = "env5-forbidden-authentication", "ENV-5", Seed, "MCP_RESOURCE_FORBIDDEN and MCP_SCOPE_REQUIRED say category authentication";
+    Env5OutcomeUnknownRetryable = "env5-outcome-unknown-retryable", "ENV-5", Seed, "MCP_OUTCOME_UNKNOWN says retryable: true";
+    Env5RateLimitedNotRetryable = "env5-rate-limited-not-retryable", "ENV-5", Seed, "MCP_RATE_LIMITED says retryable: false";
+    Env6NotFoundNamesId = "env6-not-found-names-id", "ENV-6", Full, "MCP_RESOURCE_NOT_FOUND names the ID asked for";
+    Env6ValidationEchoesValue = "env6-validation-echoes-value", "ENV-6", Full, "MCP_INVALID_ARGUMENTS quotes the longest string argument";
+    Env6EchoInSummary = "env6-echo-in-summary", "ENV-6", Full, "error text blocks list the string arguments (messages stay clean)";
+    Env6ConflictEchoesStatus = "env6-conflict-echoes-status", "ENV-6", Full, "precondition conflicts quote the expected_status sent";
+    Env7RestaurantAsItem = "env7-restaurant-as-item", "ENV-7", Full, "restaurant answers use data.item (output schemas follow)";
+    Env7MessagesInConversation = "env7-messages-in-conversation", "ENV-7", Full, "get_conversation nests messages in data.conversation (schema follows)";
+    Pag1Default10 = "pag1-default-10", "PAG-1", Seed, "lists return 10 items by default";
+    Pag1Default50ExceptOrders = "pag1-default-50-except-orders", "PAG-1", Seed, "every list but list_orders returns 50 items by default";
+    Pag2Clamp = "pag2-clamp", "PAG-2", Full, "a limit over 50 is clamped to 50 instead of refused";
+    Pag2ZeroAsDefault = "pag2-zero-as-default", "PAG-2", Full, "a limit of 0 or less means the default";
+    Pag3CursorWhenFull = "pag3-cursor-when-full", "PAG-3", Seed, "a full last page still has a next_cursor (to an empty page)";
+    Pag3EmptyStringCursor = "pag3-empty-string-cursor", "PAG-3", Seed, "the last page has next_cursor: \"\"";
+    Pag4SkipFirstOnNext = "pag4-skip-first-on-next", "PAG-4", Seed, "every page reached by a cursor loses its first item";
+    // Full since the keyset walk is a reference choice (`keyset-walk`: the seed says nothing of
+    // items created during a walk).
+    Pag4OffsetCursor = "pag4-offset-cursor", "PAG-4", Full, "cursors are base64 offsets (new items shift the walk)";
+    Pag4TieOrderAsc = "pag4-tie-order-asc", "PAG-4", Full, "orders created in the same second come id ascending";
+    Pag5EmptyCursorFirstPage = "pag5-empty-cursor-first-page", "PAG-5", Seed, "an empty cursor means the first page";
+    Pag5InvalidCursorRestarts = "pag5-invalid-cursor-restarts", "PAG-5", Seed, "an invalid cursor restarts from the first page";
+    Pag5PrefixAccepted = "pag5-prefix-accepted", "PAG-5", Seed, "a truncated or extended cursor decodes to the same position";
+    Pag6FiltersUnbound = "pag6-filters-unbound", "PAG-6", Seed, "a cursor reused with other filters continues the first walk";
+    Pag6ClientUnbound = "pag6-client-unbound", "PAG-6", Seed, "a cursor works for any client or user (the issuer's page)";
+    Pag6LimitChangeRefused = "pag6-limit-change-refused", "PAG-6", Seed, "a cursor with another limit is refused";
+    Pag7PrefetchedPages = "pag7-prefetched-pages", "PAG-7", Seed, "next pages are prefetched and served without an access check";
+    Pag7ForbiddenAsCursorInvalid = "pag7-forbidden-as-cursor-invalid", "PAG-7", Seed, "a next page after access ended says MCP_CURSOR_INVALID";
+    Pag8NoMessageCap = "pag8-no-message-cap", "PAG-8", Seed, "conversation detail without message_limit returns every message";
+    Pag8Clamp101 = "pag8-clamp-101", "PAG-8", Full, "message_limit over 100 is clamped instead of refused";
+    Lim1RangeClamped = "lim1-range-clamped", "LIM-1", Seed, "an analytics range over 366 days is clamped to 366";
+    Lim1NineMetricsCut = "lim1-nine-metrics-cut", "LIM-1", Seed, "more than 8 metrics are cut to 8";
+    Lim1ReversedSwapped = "lim1-reversed-swapped", "LIM-1", Seed, "to < from is swapped instead of refused";
+    Lim2ReadLimit900 = "lim2-read-limit-900", "LIM-2", Seed, "reads are limited at 900 a minute";
+    Lim2NoRetryAfter = "lim2-no-retry-after", "LIM-2", Full, "MCP_RATE_LIMITED has no retry_after_ms";
+    Lim3SharedAcrossTools = "lim3-shared-across-tools", "LIM-3", Seed, "one window of 1000 a minute for all tools of a token";
+    Lim3GlobalPerTool = "lim3-global-per-tool", "LIM-3", Seed, "a limited tool is limited for every caller";
+    Lim4TimeoutAsInternal = "lim4-timeout-as-internal", "LIM-4", Seed, "a read past its deadline says MCP_INTERNAL_ERROR";
+    Lim4OutcomeAsTimeout = "lim4-outcome-as-timeout", "LIM-4", Seed, "a write past its deadline says MCP_TOOL_TIMEOUT";
+    Lim5TruncatedFlagMissing = "lim5-truncated-flag-missing", "LIM-5", Seed, "cut pages say truncated: false";
+    Lim5CursorSkipsCut = "lim5-cursor-skips-cut", "LIM-5", Seed, "a cut page's cursor continues after the uncut page (items lost)";
+    Lim6TooLargeAsInternal = "lim6-too-large-as-internal", "LIM-6", Seed, "an item over 128 KiB says MCP_INTERNAL_ERROR";
+    Lim6HugeItemCut = "lim6-huge-item-cut", "LIM-6", Seed, "a transcript over 128 KiB is returned with its text cut";
+    Lim7413As400 = "lim7-413-as-400", "LIM-7", Full, "a body over 1 MiB gets 400 and a parse error";
+    Lim7NoMaxLength = "lim7-no-max-length", "LIM-7", Full, "string arguments publish no maxLength";
+    Pre1ExpectedOptional = "pre1-expected-optional", "PRE-1", Seed, "a missing expected_status is read from the store";
+    Pre1MissingAsConflict = "pre1-missing-as-conflict", "PRE-1", Seed, "a missing expected_status says MCP_EXPECTED_STATE_MISMATCH";
+    Pre2Ignored = "pre2-ignored", "PRE-2", Seed, "expected_status is replaced by the current state";
+    Pre2RefusedButApplied = "pre2-refused-but-applied", "PRE-2", Seed, "a stale expected_status is refused, but the change is applied";
+    Pre3ForbiddenAcked = "pre3-forbidden-acked", "PRE-3", Seed, "a forbidden transition answers success (nothing changes)";
+    Pre3AsMismatch = "pre3-as-mismatch", "PRE-3", Full, "a forbidden transition says MCP_EXPECTED_STATE_MISMATCH";
+    Pre4LastWriterWins = "pre4-last-writer-wins", "PRE-4", Seed, "the loser of a race is told it succeeded";
+    Pre4LoserInternal = "pre4-loser-internal", "PRE-4", Seed, "the loser of a race gets MCP_INTERNAL_ERROR";
+    Idem1KeyInvented = "idem1-key-invented", "IDEM-1", Seed, "a missing idempotency_key is made up";
+    Idem1SevenChars = "idem1-seven-chars", "IDEM-1", Seed, "7-character keys are accepted";
+    Idem2ReplayedFalse = "idem2-replayed-false", "IDEM-2", Seed, "replays say replayed: false";
+    Idem2FreshResult = "idem2-fresh-result", "IDEM-2", Seed, "a replay runs again with a new key (second effect)";
+    Idem2KeyOrderSensitive = "idem2-key-order-sensitive", "IDEM-2", Seed, "the same arguments in another key order are a mismatch";
+    Idem3MismatchReplays = "idem3-mismatch-replays", "IDEM-3", Seed, "a key reused with other arguments replays the first result";
+    Idem4WaitsForFirst = "idem4-waits-for-first", "IDEM-4", Seed, "a duplicate waits for the first call and replays it";
+    Idem4NoRetryAfter = "idem4-no-retry-after", "IDEM-4", Seed, "MCP_OPERATION_IN_PROGRESS has no retry_after_ms";
+    Idem5SharedAcrossClients = "idem5-shared-across-clients", "IDEM-5", Seed, "a user's keys are shared by all their OAuth clients";
+    Idem5SharedAcrossTools = "idem5-shared-across-tools", "IDEM-5", Seed, "a key used on one tool is a mismatch on another";
+    Idem6CachedForever = "idem6-cached-forever", "IDEM-6", Seed, "a cache in front replays keyed results forever";
+    Idem6ForgottenAfter1h = "idem6-forgotten-after-1h", "IDEM-6", Seed, "keys are forgotten after 1 h instead of 24 h";
+    Idem7RefusalsStored = "idem7-refusals-stored", "IDEM-7", Seed, "refused keyed calls are stored and replayed";
+    Idem7ReplayBeforeAuth = "idem7-replay-before-auth", "IDEM-7", Seed, "a stored result is replayed to a user who lost access";
+    Auth1401As200 = "auth1-401-as-200", "AUTH-1", Seed, "a missing token gets HTTP 200 with a JSON-RPC error";
+    Auth1NoChallenge = "auth1-no-challenge", "AUTH-1", Seed, "401 has no WWW-Authenticate";
+    Auth1InternalMetadataUrl = "auth1-internal-metadata-url", "AUTH-1", Seed, "the challenge names the internal host's metadata URL";
+    Auth2AudienceUnchecked = "auth2-audience-unchecked", "AUTH-2", Seed, "a token for another audience is accepted";
+    Auth2Audience403 = "auth2-audience-403", "AUTH-2", Seed, "a token for another audience gets 403";
+    Auth3ScopeAsForbidden = "auth3-scope-as-forbidden", "AUTH-3", Seed, "a missing scope says MCP_RESOURCE_FORBIDDEN";
+    Auth3NoRequiredScope = "auth3-no-required-scope", "AUTH-3", Seed, "MCP_SCOPE_REQUIRED has no required_scope";
+    Auth3ReadsUnscoped = "auth3-reads-unscoped", "AUTH-3", Seed, "read tools do not check scopes";
+    Auth4AbsentNotFound = "auth4-absent-not-found", "AUTH-4", Seed, "an absent restaurant or organization is MCP_RESOURCE_NOT_FOUND";
+    Auth4AbsentMessageDiffers = "auth4-absent-message-differs", "AUTH-4", Seed, "an absent restaurant is refused with another message";
+    Auth4ForeignOrgEmpty = "auth4-foreign-org-empty", "AUTH-4", Seed, "list_restaurants of a foreign organization is an empty list";
+    Auth5SiblingLookup = "auth5-sibling-lookup", "AUTH-5", Seed, "children are found through any restaurant of their organization";
+    Auth5ForeignLookup = "auth5-foreign-lookup", "AUTH-5", Seed, "children are looked up by ID alone, whatever the tenant";
+    Auth5AbsentForbidden = "auth5-absent-forbidden", "AUTH-5", Seed, "an absent child is MCP_RESOURCE_FORBIDDEN";
+    Auth5SearchSpansOrg = "auth5-search-spans-org", "AUTH-5", Seed, "transcript searches and instruction lists cover the whole organization";
+    Auth5WriteLookup = "auth5-write-lookup", "AUTH-5", Seed, "writes find their order or conversation by ID alone";
+    Auth6ViewerWrites = "auth6-viewer-writes", "AUTH-6", Seed, "a viewer may write";
+    Auth6RoleAsScope = "auth6-role-as-scope", "AUTH-6", Seed, "a role too low says MCP_SCOPE_REQUIRED";
+    Auth7MembershipCache = "auth7-membership-cache", "AUTH-7", Seed, "access is cached for 60 s after a success";
+    Auth7RevokedIgnored = "auth7-revoked-ignored", "AUTH-7", Seed, "a revoked membership still grants its role";
+    Auth8ScopeBeforeSchema = "auth8-scope-before-schema", "AUTH-8", Full, "the scope is checked before the input schema";
+    Auth8PreconditionBeforeRole = "auth8-precondition-before-role", "AUTH-8", Seed, "expected_status is compared before the role is checked";
+    Abs1RefundTool = "abs1-refund-tool", "ABS-1", Seed, "tools/list offers refund_order";
+    Abs1ArchiveDownload = "abs1-archive-download", "ABS-1", Seed, "tools/list offers download_order_history (a bulk export under a mild name)";
+    Abs2CancelAcked = "abs2-cancel-acked", "ABS-2", Seed, "update_order_status lists and acknowledges cancelled and rejected";
+    Sec2StackTrace = "sec2-stack-trace", "SEC-2", Seed, "internal errors carry a panic message and a backtrace line";
+    Sec2LeakInText = "sec2-leak-in-text", "SEC-2", Seed, "internal errors' text block names a path and a dependency error";
+    Sec2LeakInField = "sec2-leak-in-field", "SEC-2", Seed, "internal errors carry data.error.detail with SQL";
+}
+
+/// Clauses no rewrite of the wire can break: what the server writes to its own log or store.
+pub(crate) const NOT_EXPRESSIBLE: &[(&str, &str)] = &[
+    ("SEC-1", "log contents are the server's own"),
+    ("IDEM-8", "key storage and the log are the server's own"),
+];
+
+impl Fault {
+    /// The contract area of the clause it breaks (`PAG-4` → `PAG`); `-` for `none`.
+    pub(crate) fn area(self) -> &'static str {
+        let clause = CATALOGUE.iter().find(|(f, ..)| *f == self).map_or("-", |(_, _, clause, ..)| *clause);
+        clause.split('-').next().unwrap_or("-")
+    }
+}
