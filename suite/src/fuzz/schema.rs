@@ -126,7 +126,7 @@ fn tighten_leaf(p: &mut Value, c: &Value) {
 }
 
 /// One way to make valid arguments invalid.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mutation {
     MissingRequired,
     WrongType,
@@ -144,7 +144,7 @@ pub enum Mutation {
 }
 
 /// A mutation of one member of one tool's arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     pub field: String,
     pub mutation: Mutation,

@@ -5,14 +5,14 @@
 //! the server's state is reset afterwards.
 
 use proptest::prelude::*;
-use proptest::sample::{Index, select};
+use proptest::sample::select;
 use proptest::strategy::Union;
 use proptest::test_runner::TestRng;
 use serde_json::{Value, json};
 
 use super::oracle::{self, Fault, answered, error_code, succeeded};
-use super::strategy::{self, Case};
-use super::{Engine, Observed};
+use super::strategy::{self, Case, Pick};
+use super::{Call, Engine, Observed, Replay};
 use crate::client::Exchange;
 
 /// Pages read at most in one walk: the busy restaurant's orders in pages of 8 or more.
@@ -25,7 +25,7 @@ const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 /// The calls of one sequence so far, so a finding shows the steps that led to it.
 struct Trail<'e, 'a> {
     engine: &'e Engine<'a>,
-    steps: Vec<(String, Value)>,
+    steps: Vec<Call>,
 }
 
 impl<'e, 'a> Trail<'e, 'a> {
@@ -34,8 +34,10 @@ impl<'e, 'a> Trail<'e, 'a> {
     }
 
     fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
-        self.steps.push((tool.to_owned(), args.clone()));
-        self.engine.caller.call(tool, args)
+        let ex = self.engine.caller.call(tool, args);
+        let persona = self.engine.caller.persona.clone();
+        self.steps.push(Call { persona, tool: tool.to_owned(), args: args.clone(), ex: ex.clone() });
+        ex
     }
 
     /// A failure of the call of `tool` with `args`, after the steps before it.
@@ -47,14 +49,12 @@ impl<'e, 'a> Trail<'e, 'a> {
         args: &Value,
         ex: &Exchange,
     ) -> Observed {
-        let at = self.steps.iter().rposition(|(t, a)| t == tool && a == args).unwrap_or(self.steps.len());
+        let at =
+            self.steps.iter().rposition(|c| c.tool == tool && &c.args == args).unwrap_or(self.steps.len());
+        let persona = self.engine.caller.persona.clone();
         Observed {
-            fault: Fault { clause, detail },
-            tool: tool.to_owned(),
-            args: args.clone(),
-            mutation: None,
-            ex: ex.clone(),
             before: self.steps[..at].to_vec(),
+            ..Observed::new(Fault { clause, detail }, &persona, tool, args, ex)
         }
     }
 
@@ -77,17 +77,17 @@ impl<'e, 'a> Trail<'e, 'a> {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CursorCase {
     tool: String,
     args: Value,
-    page: Index,
-    position: Index,
-    replacement: Index,
+    page: Pick,
+    position: Pick,
+    replacement: Pick,
 }
 
 /// PAG-5: every page of a list, then one of its cursors with one character changed.
-pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<CursorCase>) -> bool {
     let busy = engine.resolver.pools.first(super::ids::IdKind::Restaurant);
     // Lists with over 20 items in the busy restaurant (proptest shrinks towards the first);
     // the others only when neither is published.
@@ -112,7 +112,7 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     // Pages of 4 to 20 items, so a list of over 20 has several; shrinking goes to 20, fewer
     // pages to walk again.
     // Half the walks without `limit`: pages of the default size, 20 (PAG-1).
-    let strategy = (select(lists), any::<bool>(), 0u64..17, any::<Index>(), any::<Index>(), any::<Index>())
+    let strategy = (select(lists), any::<bool>(), 0u64..17, Pick::any(), Pick::any(), Pick::any())
         .prop_map(|((tool, mut args), default, n, page, position, replacement)| {
             if !default {
                 args["limit"] = json!(20 - n);
@@ -120,7 +120,9 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
             CursorCase { tool, args, page, position, replacement }
         })
         .boxed();
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &CursorCase| Replay::Cursor(case.clone());
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         let mut cursors = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -191,7 +193,7 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
 }
 
 /// IDEM-2 and IDEM-3: a keyed write, the same call again, then the key with other arguments.
-pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<(String, Case)>) -> bool {
     // The organization first: any user may create one, so the first call succeeds.
     let order = ["create_organization", "create_instruction", "send_message", "create_restaurant"];
     let mut keyed: Vec<&super::schema::Tool> =
@@ -215,7 +217,10 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         })
         .collect();
     let strategy = Union::new_weighted(arms).boxed();
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|(tool, case)| {
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay =
+        |(tool, case): &(String, Case)| Replay::Idempotency { tool: tool.clone(), case: case.clone() };
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|(tool, case)| {
         let mut trail = Trail::new(engine);
         let args = &case.args;
         let Some(first) = trail.call(tool, args) else { return Vec::new() };
@@ -270,12 +275,12 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     })
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PreCase {
-    order: Index,
-    wrong: Index,
-    terminal: Index,
-    target: Index,
+    order: Pick,
+    wrong: Pick,
+    terminal: Pick,
+    target: Pick,
 }
 
 /// ABS-2, PRE-3, PRE-2: an order cancelled or rejected is refused (ABS-2); an order in a final
@@ -283,7 +288,7 @@ pub struct PreCase {
 /// moved with a wrong `expected_status` is refused and
 /// unchanged; with the right one it moves, and get_order shows it. (A forward skip is not
 /// judged: the seed allows it, the `lifecycle-skip-forward` variant.)
-pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<PreCase>) -> bool {
     if engine.tool("update_order_status").is_none() || engine.tool("get_order").is_none() {
         return false;
     }
@@ -292,11 +297,13 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         return false;
     }
     let terminal = engine.resolver.pools.terminal.clone();
-    let strategy = (any::<Index>(), any::<Index>(), any::<Index>(), any::<Index>())
+    let strategy = (Pick::any(), Pick::any(), Pick::any(), Pick::any())
         .prop_map(|(order, wrong, terminal, target)| PreCase { order, wrong, terminal, target })
         .boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &PreCase| Replay::Precondition(case.clone());
     let lifecycle = chataigne_contract::tools::ORDER_LIFECYCLE;
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         // The order under data.order, or as data itself (the `bare-order-data` variant).
         let status_of = |ex: &Exchange| {
