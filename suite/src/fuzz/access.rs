@@ -6,7 +6,6 @@
 //! their request_id` judges it).
 
 use proptest::prelude::*;
-use proptest::sample::select;
 use proptest::test_runner::TestRng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -20,9 +19,6 @@ use crate::client::Exchange;
 use crate::context::RunContext;
 use crate::matrices::{self, Check};
 
-/// Shrinking steps: each replays one row (two calls at most).
-const SHRINK_ITERS: u32 = 16;
-
 /// Rows by the first check they fail (AUTH-8's order), or allowed: one property each, so a
 /// defect in one table is met within a few draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,11 +27,14 @@ pub enum Group {
     Scope,
     Membership,
     Role,
+    /// A membership the dataset revokes (AUTH-7).
+    Revoked,
     Allowed,
 }
 
 impl Group {
-    pub const ALL: [Group; 4] = [Group::Scope, Group::Membership, Group::Role, Group::Allowed];
+    pub const ALL: [Group; 5] =
+        [Group::Scope, Group::Membership, Group::Role, Group::Revoked, Group::Allowed];
 }
 
 /// One row of the tables: `persona` calls `tool` with `arguments` (the server's IDs).
@@ -60,17 +59,22 @@ pub fn cases(ctx: &RunContext, caller: &Caller<'_>, tools: &[Tool]) -> Vec<Acces
         .into_iter()
         .filter(|r| caller.can_call_as(&r.persona) && tools.iter().any(|t| t.name == r.tool.as_str()))
         .map(|r| {
+            // A membership the dataset revokes is none (AUTH-7): its refusal is filed there.
+            let revoked = revoked(&ctx.dataset, &r.persona, &r.restaurant);
             let group = match r.fails.first() {
                 None => Group::Allowed,
                 Some(Check::Scope) => Group::Scope,
+                Some(Check::Membership) if revoked => Group::Revoked,
                 Some(Check::Membership) => Group::Membership,
                 Some(Check::Role) => Group::Role,
             };
+            let clause_of =
+                |c: &Check| if *c == Check::Membership && revoked { "AUTH-7" } else { c.clause() };
             AccessCase {
                 persona: r.persona,
                 tool: r.tool.as_str().to_owned(),
                 arguments: ctx.id_map.outbound(&r.args),
-                refused_by: r.fails.iter().map(|c| c.clause().to_owned()).collect(),
+                refused_by: r.fails.iter().map(|c| clause_of(c).to_owned()).collect(),
                 codes: r.fails.iter().map(|c| c.code().as_str().to_owned()).collect(),
                 foreign: r.fails.contains(&Check::Membership),
                 group,
@@ -79,20 +83,69 @@ pub fn cases(ctx: &RunContext, caller: &Caller<'_>, tools: &[Tool]) -> Vec<Acces
         .collect()
 }
 
-/// One property over the rows of `group`; `fixed`: replay that row only.
-pub fn sweep(engine: &Engine<'_>, group: Group, cases: u32, rng: TestRng, fixed: Option<AccessCase>) -> bool {
-    let strategy = match fixed {
-        Some(case) => Just(case).boxed(),
+/// Whether `persona` had a membership of `restaurant`'s organization that is revoked.
+fn revoked(dataset: &chataigne_contract::dataset::Dataset, persona: &str, restaurant: &str) -> bool {
+    let Some(user) = dataset.persona(persona).map(|p| p.user_id.as_str()) else { return false };
+    let Some(org) =
+        dataset.restaurants.iter().find(|r| r.id == restaurant).map(|r| r.organization_id.as_str())
+    else {
+        return false;
+    };
+    dataset.memberships.iter().any(|m| m.user_id == user && m.organization_id == org && m.revoked)
+}
+
+/// The rows of `group` in the order the sweep takes them: one of each tool before a second
+/// of any, so a defect of one tool is met within a round or two.
+pub fn ordered(mut rows: Vec<AccessCase>) -> Vec<AccessCase> {
+    let mut rank = std::collections::HashMap::<String, usize>::new();
+    let mut keyed: Vec<(usize, usize, AccessCase)> = rows
+        .drain(..)
+        .enumerate()
+        .map(|(i, r)| {
+            let n = rank.entry(r.tool.clone()).or_insert(0);
+            *n += 1;
+            (*n, i, r)
+        })
+        .collect();
+    keyed.sort_by_key(|(n, i, _)| (*n, *i));
+    keyed.into_iter().map(|(_, _, r)| r).collect()
+}
+
+/// A row of each tool of `group` (at least `cases` rows), the next ones in `ordered` order each round (each row is already
+/// minimal: one call, two for an existence check), or the `fixed` one. Returns whether a row
+/// failed.
+pub fn sweep(
+    engine: &Engine<'_>,
+    group: Group,
+    cases: u32,
+    round: u64,
+    rng: TestRng,
+    fixed: Option<AccessCase>,
+) -> bool {
+    let replay = |case: &AccessCase| Replay::Access(case.clone());
+    let rows = match fixed {
+        Some(case) => vec![case],
         None => {
-            let rows = engine.access_rows(group);
+            let rows = ordered(engine.access_rows(group));
             if rows.is_empty() {
                 return false;
             }
-            select(rows).boxed()
+            // One row of each tool a round (at least `cases`): a defect may spare most tools.
+            let tools: std::collections::HashSet<&str> = rows.iter().map(|r| r.tool.as_str()).collect();
+            let n = tools.len().max(cases as usize).min(rows.len());
+            let start = round as usize * n;
+            (start..start + n).map(|i| rows[i % rows.len()].clone()).collect()
         }
     };
-    let replay = |case: &AccessCase| Replay::Access(case.clone());
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| judge(engine, case))
+    let mut failed = false;
+    for row in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |=
+            engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| judge(engine, case));
+    }
+    failed
 }
 
 fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
@@ -178,11 +231,7 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
 
 /// The `&'static` name of an AUTH clause the tables file under.
 fn clause(name: &str) -> &'static str {
-    [Check::Scope, Check::Membership, Check::Role]
-        .into_iter()
-        .map(Check::clause)
-        .find(|c| *c == name)
-        .unwrap_or("AUTH-4")
+    ["AUTH-3", "AUTH-4", "AUTH-6", "AUTH-7"].into_iter().find(|c| *c == name).unwrap_or("AUTH-4")
 }
 
 /// The arguments with the restaurant (or, without one, the organization) replaced by an ID of

@@ -106,6 +106,7 @@ enum Prop {
     Cursor,
     Idempotency,
     Precondition,
+    UnknownTool,
     /// Valid calls of other personas, judged by the access tables (AUTH-3/4/6).
     Access(access::Group),
 }
@@ -211,12 +212,10 @@ impl<'a> Engine<'a> {
     fn plan(&self) -> Vec<Prop> {
         let mut props: Vec<Prop> = (0..self.tools.len()).map(Prop::Valid).collect();
         props.push(Prop::Cursor);
+        props.push(Prop::UnknownTool);
         if self.writes {
             props.extend([Prop::Idempotency, Prop::Precondition]);
         }
-        props.extend(
-            access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).map(Prop::Access),
-        );
         let mut seen = std::collections::HashMap::<String, usize>::new();
         let mut mutations = Vec::new();
         let by_tool: Vec<Vec<Target>> = self.tools.iter().map(|t| schema::targets(&t.schema)).collect();
@@ -231,12 +230,37 @@ impl<'a> Engine<'a> {
             }
         }
         mutations.sort_by_key(|(k, _)| *k);
-        props.extend(mutations.into_iter().map(|(_, p)| p));
+        // The access tables after each bound's first try (bounds are where servers go wrong
+        // most), the rows every table allows last.
+        let (bounds, rest): (Vec<_>, Vec<_>) =
+            mutations.into_iter().partition(|((repeats, priority, _, _), _)| *repeats == 0 && *priority == 0);
+        props.extend(bounds.into_iter().map(|(_, p)| p));
+        let groups: Vec<access::Group> =
+            access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).collect();
+        props.extend(groups.iter().filter(|g| **g != access::Group::Allowed).map(|g| Prop::Access(*g)));
+        props.extend(rest.into_iter().map(|(_, p)| p));
+        props.extend(groups.iter().filter(|g| **g == access::Group::Allowed).map(|g| Prop::Access(*g)));
         props
     }
 
     fn fuzz(&self) {
         let plan = self.plan();
+        // Each property's generator index: the properties added later (an unknown tool, the
+        // access tables) count apart, so adding one leaves the others' draws as they were.
+        let mut counts = (0u64, 0u64);
+        let keys: Vec<u64> = plan
+            .iter()
+            .map(|p| match p {
+                Prop::UnknownTool | Prop::Access(_) => {
+                    counts.1 += 1;
+                    (1 << 32) + counts.1
+                }
+                _ => {
+                    counts.0 += 1;
+                    counts.0 - 1
+                }
+            })
+            .collect();
         let mut done = vec![false; plan.len()];
         for round in 0..MAX_ROUNDS {
             let before = self.caller.meter.borrow().calls;
@@ -250,22 +274,23 @@ impl<'a> Engine<'a> {
                 // A sequence's first call may be refused (an ID of the foreign tenant): two tries.
                 let cases = match (prop, round) {
                     (Prop::Valid(_) | Prop::Cursor | Prop::Idempotency | Prop::Precondition, 0) => 2,
-                    // Every persona's row of the table: several draws, a defect may spare most.
-                    (Prop::Access(_), _) => 4,
+                    // Rows of the tables: `access::sweep` takes one of each tool a round.
+                    (Prop::Access(_), _) => 1,
                     // Bounds are where servers go wrong: a second draw before other mutations.
                     (Prop::Mutated(_, t), 0) if t.priority() == 0 => 2,
                     (_, 0) => 1,
-                    (Prop::Cursor | Prop::Idempotency | Prop::Precondition, _) => 1,
+                    (Prop::Cursor | Prop::Idempotency | Prop::Precondition | Prop::UnknownTool, _) => 1,
                     _ => 2,
                 };
-                let rng = rng(self.seed, round, i as u64);
+                let rng = rng(self.seed, round, keys[i]);
                 done[i] = match prop {
                     Prop::Valid(t) => self.run_case_property(*t, None, cases, rng),
                     Prop::Mutated(t, target) => self.run_case_property(*t, Some(target), cases, rng),
                     Prop::Cursor => sequences::cursor(self, cases, rng, None),
                     Prop::Idempotency => sequences::idempotency(self, cases, rng, None),
                     Prop::Precondition => sequences::precondition(self, cases, rng, None),
-                    Prop::Access(group) => access::sweep(self, *group, cases, rng, None),
+                    Prop::UnknownTool => sequences::unknown_tool(self, cases, rng, None),
+                    Prop::Access(group) => access::sweep(self, *group, cases, round, rng, None),
                 };
             }
             if self.caller.meter.borrow().calls == before {

@@ -94,8 +94,11 @@ pub fn run(
         Replay::Precondition(case) => {
             sequences::precondition(&engine, 1, rng, Some(case));
         }
+        Replay::UnknownTool(case) => {
+            sequences::unknown_tool(&engine, 1, rng, Some(case));
+        }
         Replay::Access(case) => {
-            access::sweep(&engine, case.group, 1, rng, Some(case));
+            access::sweep(&engine, case.group, 1, 0, rng, Some(case));
         }
     }
     if writes

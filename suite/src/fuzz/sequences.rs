@@ -19,6 +19,8 @@ use crate::client::Exchange;
 const MAX_PAGES: usize = 20;
 /// Shrinking steps of a sequence at most: each replays the whole sequence.
 const SHRINK_ITERS: u32 = 12;
+/// The statuses no tool may reach (ABS-2).
+const ABSENT: [&str; 2] = ["cancelled", "rejected"];
 /// Characters a cursor byte is replaced with (URL-safe base64 and the dot many servers use).
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
 
@@ -322,41 +324,49 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
             // A final status: nothing to move.
             return Vec::new();
         };
-        // ABS-2: cancelling or rejecting is no tool's effect, even with the right expected_status.
-        let absent = ["cancelled", "rejected"][case.wrong.index(2)];
-        let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": absent, "expected_status": current });
-        let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
-        if succeeded(&ex) {
-            let detail = format!("update_order_status moved a {current} order to {absent}");
-            return vec![trail.observed("ABS-2", detail, "update_order_status", &write, &ex)];
-        }
-        if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
-            return faults;
-        }
-        if !terminal.is_empty() {
-            let (restaurant, order) = &terminal[case.terminal.index(terminal.len())];
-            let read = json!({ "restaurant_id": restaurant, "order_id": order });
-            let Some(ex) = trail.call("get_order", &read) else { return Vec::new() };
-            if let Some(faults) = trail.checked("get_order", &read, &ex) {
+        // ABS-2: cancelling or rejecting is no tool's effect, even with the right expected_status;
+        // both are tried (a server may let one through and not the other).
+        let first = case.wrong.index(2);
+        for absent in [ABSENT[first], ABSENT[1 - first]] {
+            let write =
+                json!({ "restaurant_id": restaurant, "order_id": order, "status": absent, "expected_status": current });
+            let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+            if succeeded(&ex) {
+                let detail = format!("update_order_status moved a {current} order to {absent}");
+                return vec![trail.observed("ABS-2", detail, "update_order_status", &write, &ex)];
+            }
+            if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
                 return faults;
             }
-            let current = status_of(&ex);
-            if let Some(current) = current.filter(|c| !lifecycle[..4].contains(&c.as_str())) {
-                // Another status than its own: staying put is not a move back.
-                let targets: Vec<&str> = lifecycle[1..].iter().copied().filter(|s| *s != current).collect();
-                let back = targets[case.target.index(targets.len())];
-                let write =
-                    json!({ "restaurant_id": restaurant, "order_id": order, "status": back, "expected_status": current });
-                let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
-                if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
-                    return faults;
-                }
-                if succeeded(&ex) {
-                    let detail = format!("update_order_status moved a {current} order back to {back}");
-                    return vec![trail.observed("PRE-3", detail, "update_order_status", &write, &ex)];
-                }
+        }
+        // PRE-3: an order of each final status (completed, cancelled, rejected) moved back, with
+        // the status the dataset gives it as expected_status (a server whose order is elsewhere
+        // refuses the move: no finding).
+        let mut tried: Vec<&str> = Vec::new();
+        let from = if terminal.is_empty() { 0 } else { case.terminal.index(terminal.len()) };
+        for k in 0..terminal.len() {
+            let (restaurant, order, current) = &terminal[(from + k) % terminal.len()];
+            if tried.contains(&current.as_str()) {
+                continue;
+            }
+            tried.push(current);
+            // Each move back is judged alone: its reproduction needs none of the calls before.
+            trail.steps.clear();
+            // Another status than its own: staying put is not a move back.
+            let targets: Vec<&str> = lifecycle[1..].iter().copied().filter(|s| s != current).collect();
+            let back = targets[case.target.index(targets.len())];
+            let write =
+                json!({ "restaurant_id": restaurant, "order_id": order, "status": back, "expected_status": current });
+            let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+            if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
+                return faults;
+            }
+            if succeeded(&ex) {
+                let detail = format!("update_order_status moved a {current} order back to {back}");
+                return vec![trail.observed("PRE-3", detail, "update_order_status", &write, &ex)];
             }
         }
+        trail.steps.clear();
         let next = lifecycle[step + 1];
         let others: Vec<&str> =
             chataigne_contract::tools::ORDER_STATUSES.iter().copied().filter(|s| *s != current).collect();
@@ -402,5 +412,66 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
             return vec![trail.observed("PRE-2", detail, "get_order", &read, &shown)];
         }
         Vec::new()
+    })
+}
+
+/// A tool name that is not published: a published one with one character changed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UnknownCase {
+    pub name: String,
+}
+
+/// PROTO-2: a tools/call of a tool the server does not publish is the JSON-RPC error -32602
+/// (MCP's invalid params), answered with the request's id, like every answer.
+pub fn unknown_tool(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<UnknownCase>) -> bool {
+    let names: Vec<String> = engine
+        .caller
+        .ctx
+        .published
+        .tools
+        .iter()
+        .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+        .collect();
+    if names.is_empty() {
+        return false;
+    }
+    let published = names.clone();
+    let strategy = (select(names), Pick::any(), Pick::any())
+        .prop_map(move |(name, at, with)| {
+            let letters = b"abcdefghijklmnopqrstuvwxyz_";
+            let mut bytes = name.into_bytes();
+            let i = at.index(bytes.len());
+            let mut pick = with.index(letters.len());
+            // Never the name itself, nor another published one.
+            loop {
+                bytes[i] = letters[pick];
+                let candidate = String::from_utf8_lossy(&bytes).into_owned();
+                if !published.contains(&candidate) {
+                    return UnknownCase { name: candidate };
+                }
+                pick = (pick + 1) % letters.len();
+            }
+        })
+        .boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &UnknownCase| Replay::UnknownTool(case.clone());
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
+        let args = json!({});
+        let Some(ex) = engine.caller.call(&case.name, &args) else { return Vec::new() };
+        let persona = engine.caller.persona.clone();
+        let observed = |f: Fault| Observed::new(f, &persona, &case.name, &args, &ex);
+        let mut faults = answered(&ex);
+        if faults.is_empty() {
+            faults.extend(crate::invariants::check_protocol(&ex).into_iter().map(|v| Fault { clause: v.clause, detail: v.detail }));
+            faults.extend(crate::invariants::check(&ex, engine.caller.token()).into_iter().map(|v| Fault { clause: v.clause, detail: v.detail }));
+            let code = ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64);
+            if code != Some(-32602) {
+                faults.push(Fault {
+                    clause: "PROTO-2",
+                    detail: format!("a tools/call of a tool the server does not publish was answered {}, not the JSON-RPC error -32602", ex.summary()),
+                });
+            }
+        }
+        faults.into_iter().map(observed).collect()
     })
 }

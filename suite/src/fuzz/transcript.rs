@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::access::AccessCase;
 use super::report::Finding;
-use super::sequences::{CursorCase, PreCase};
+use super::sequences::{CursorCase, PreCase, UnknownCase};
 use super::strategy::Case;
 use crate::profile::IdMap;
 
@@ -24,6 +24,7 @@ pub enum Replay {
     Idempotency { tool: String, case: Case },
     Precondition(PreCase),
     Access(AccessCase),
+    UnknownTool(UnknownCase),
 }
 
 /// One call of a finding and the answer received.
@@ -203,6 +204,9 @@ fn outcome(t: &Transcript) -> Vec<String> {
     let then = |s: &str| format!("    Then {s}");
     let and = |s: &str| format!("    And {s}");
     let refused = matches!(&t.replay, Replay::Call { case, .. } if case.target.is_some());
+    if let (Replay::UnknownTool(_), "PROTO-2") = (&t.replay, t.clause.as_str()) {
+        return vec![then("the answer is the JSON-RPC error -32602")];
+    }
     match t.clause.as_str() {
         "PROTO-2" => vec![then("the server answered without a server error")],
         "PROTO-4" => {
