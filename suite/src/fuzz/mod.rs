@@ -107,6 +107,8 @@ enum Prop {
     Idempotency,
     Precondition,
     UnknownTool,
+    /// A cursor reused with one argument changed (PAG-6).
+    CursorBinding,
     /// Valid calls of other personas, judged by the access tables (AUTH-3/4/6).
     Access(access::Group),
 }
@@ -213,6 +215,7 @@ impl<'a> Engine<'a> {
         let mut props: Vec<Prop> = (0..self.tools.len()).map(Prop::Valid).collect();
         props.push(Prop::Cursor);
         props.push(Prop::UnknownTool);
+        props.push(Prop::CursorBinding);
         if self.writes {
             props.extend([Prop::Idempotency, Prop::Precondition]);
         }
@@ -251,7 +254,7 @@ impl<'a> Engine<'a> {
         let keys: Vec<u64> = plan
             .iter()
             .map(|p| match p {
-                Prop::UnknownTool | Prop::Access(_) => {
+                Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
                     counts.1 += 1;
                     (1 << 32) + counts.1
                 }
@@ -276,6 +279,8 @@ impl<'a> Engine<'a> {
                     (Prop::Valid(_) | Prop::Cursor | Prop::Idempotency | Prop::Precondition, 0) => 2,
                     // Rows of the tables: `access::sweep` takes one of each tool a round.
                     (Prop::Access(_), _) => 1,
+                    // Six rows a round, three calls each.
+                    (Prop::CursorBinding, _) => 6,
                     // Bounds are where servers go wrong: a second draw before other mutations.
                     (Prop::Mutated(_, t), 0) if t.priority() == 0 => 2,
                     (_, 0) => 1,
@@ -290,6 +295,7 @@ impl<'a> Engine<'a> {
                     Prop::Idempotency => sequences::idempotency(self, cases, rng, None),
                     Prop::Precondition => sequences::precondition(self, cases, rng, None),
                     Prop::UnknownTool => sequences::unknown_tool(self, cases, rng, None),
+                    Prop::CursorBinding => sequences::cursor_binding(self, cases, round, rng, None),
                     Prop::Access(group) => access::sweep(self, *group, cases, round, rng, None),
                 };
             }

@@ -97,6 +97,9 @@ pub fn run(
         Replay::UnknownTool(case) => {
             sequences::unknown_tool(&engine, 1, rng, Some(case));
         }
+        Replay::CursorBinding(case) => {
+            sequences::cursor_binding(&engine, 1, 0, rng, Some(case));
+        }
         Replay::Access(case) => {
             access::sweep(&engine, case.group, 1, 0, rng, Some(case));
         }

@@ -475,3 +475,100 @@ pub fn unknown_tool(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
         faults.into_iter().map(observed).collect()
     })
 }
+
+/// One argument a cursor is bound to (`matrices::cursor_rows`), the server's IDs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BindingCase {
+    pub tool: String,
+    pub argument: String,
+    /// The page-size member, set to 1 so the first page has a cursor.
+    pub size: String,
+    pub base: Value,
+    pub changed: Value,
+}
+
+/// The cursor-binding rows this server can be called with.
+pub fn binding_cases(engine: &Engine<'_>) -> Vec<BindingCase> {
+    let ctx = engine.caller.ctx;
+    crate::matrices::cursor_rows(&ctx.dataset)
+        .into_iter()
+        .filter(|r| engine.tool(r.tool.as_str()).is_some())
+        .map(|r| BindingCase {
+            tool: r.tool.as_str().to_owned(),
+            argument: r.argument,
+            size: crate::matrices::page_size(r.tool).unwrap_or("limit").to_owned(),
+            base: ctx.id_map.outbound(&r.base),
+            changed: ctx.id_map.outbound(&r.changed),
+        })
+        .collect()
+}
+
+/// PAG-6: a first page's cursor sent with one argument it was issued for changed is refused
+/// with MCP_CURSOR_INVALID (a change the server refuses anyway needs only a refusal), as the
+/// step `every cursor is refused when one argument it was issued for changes` judges it. Rows
+/// in turn, a few each round; each is already minimal (three calls).
+pub fn cursor_binding(
+    engine: &Engine<'_>,
+    cases: u32,
+    round: u64,
+    rng: TestRng,
+    fixed: Option<BindingCase>,
+) -> bool {
+    let rows = match fixed {
+        Some(case) => vec![case],
+        None => {
+            let rows = binding_cases(engine);
+            if rows.is_empty() {
+                return false;
+            }
+            let start = round as usize * cases as usize;
+            (start..start + cases as usize).map(|i| rows[i % rows.len()].clone()).collect()
+        }
+    };
+    let replay = |case: &BindingCase| Replay::CursorBinding(case.clone());
+    let mut failed = false;
+    for row in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
+            let mut trail = Trail::new(engine);
+            let sized = |args: &Value| {
+                let mut a = args.clone();
+                a[case.size.as_str()] = json!(1);
+                a
+            };
+            let first = sized(&case.base);
+            let Some(ex) = trail.call(&case.tool, &first) else { return Vec::new() };
+            if let Some(faults) = trail.checked(&case.tool, &first, &ex) {
+                return faults;
+            }
+            let cursor = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+            let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return Vec::new() };
+            let alone = sized(&case.changed);
+            let Some(ex) = trail.call(&case.tool, &alone) else { return Vec::new() };
+            if let Some(faults) = trail.checked(&case.tool, &alone, &ex) {
+                return faults;
+            }
+            let valid_alone = succeeded(&ex);
+            let mut reused = alone.clone();
+            reused["cursor"] = json!(cursor);
+            let Some(ex) = trail.call(&case.tool, &reused) else { return Vec::new() };
+            let code = error_code(&ex);
+            if code == Some("MCP_CURSOR_INVALID") || (!valid_alone && ex.is_error()) {
+                return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
+            }
+            if !answered(&ex).is_empty() || code == Some("MCP_RATE_LIMITED") {
+                return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
+            }
+            let detail = format!(
+                "{}: a cursor reused with `{}` changed was not refused with MCP_CURSOR_INVALID ({})",
+                case.tool,
+                case.argument,
+                ex.summary()
+            );
+            vec![trail.observed("PAG-6", detail, &case.tool, &reused, &ex)]
+        });
+    }
+    failed
+}

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::access::AccessCase;
 use super::report::Finding;
-use super::sequences::{CursorCase, PreCase, UnknownCase};
+use super::sequences::{BindingCase, CursorCase, PreCase, UnknownCase};
 use super::strategy::Case;
 use crate::profile::IdMap;
 
@@ -25,6 +25,7 @@ pub enum Replay {
     Precondition(PreCase),
     Access(AccessCase),
     UnknownTool(UnknownCase),
+    CursorBinding(BindingCase),
 }
 
 /// One call of a finding and the answer received.
@@ -225,7 +226,7 @@ fn outcome(t: &Transcript) -> Vec<String> {
         "ENV-5" => vec![then("every error seen has its code's category and retryable flag")],
         "IDEM-2" => vec![then("the answer is a replay"), and("the data is the same as the first call's")],
         "IDEM-3" => vec![then("the call fails with \"MCP_IDEMPOTENCY_MISMATCH\"")],
-        "PAG-5" => vec![then("the call fails with \"MCP_CURSOR_INVALID\"")],
+        "PAG-5" | "PAG-6" => vec![then("the call fails with \"MCP_CURSOR_INVALID\"")],
         "PRE-2" if t.detail.contains("was not refused") => {
             vec![then(
                 "the call fails with \"MCP_EXPECTED_STATE_MISMATCH\" or \"ORDER_STATUS_PRECONDITION_FAILED\"",
