@@ -220,6 +220,9 @@ impl FuzzReport {
         for (i, f) in self.findings.iter().enumerate() {
             // The detail names the tool.
             let _ = writeln!(console, "\nfinding {} [{}] {}", i + 1, f.clause, f.detail);
+            if f.persona != super::PERSONA {
+                let _ = writeln!(console, "  persona: {}", f.persona);
+            }
             if let Some(m) = &f.mutation {
                 let _ = writeln!(console, "  mutation: {m}");
             }
