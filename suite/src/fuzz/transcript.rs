@@ -119,6 +119,9 @@ pub fn feature_text(t: &Transcript, ids: &IdMap) -> String {
     ));
     let mut persona: Option<&str> = None;
     let mut previous: Option<&Step> = None;
+    // Whether the last call was a list step: only then can `they list the next page` follow
+    // (a generic call does not start a walk).
+    let mut listing = false;
     let last = t.calls.len().saturating_sub(1);
     for (i, step) in t.calls.iter().enumerate() {
         if persona != Some(step.persona.as_str()) {
@@ -141,18 +144,28 @@ pub fn feature_text(t: &Transcript, ids: &IdMap) -> String {
             a == b
         });
         match (cursor, given_cursor) {
-            (Some(c), Some(g)) if c == g && same_but_cursor => {
+            (Some(c), Some(g)) if listing && c == g && same_but_cursor => {
                 lines.push("    When they list the next page".to_owned())
             }
-            (Some(_), Some(_)) if same_but_cursor && i == last && t.clause == "PAG-5" => lines.push(
-                "    When they list the next page, passing the cursor flipped in its middle".to_owned(),
-            ),
+            (Some(_), Some(_)) if listing && same_but_cursor && i == last && t.clause == "PAG-5" => lines
+                .push(
+                    "    When they list the next page, passing the cursor flipped in its middle".to_owned(),
+                ),
             _ if list_step(step, ids).is_some()
                 && t.calls.get(i + 1).is_some_and(|n| n.arguments.get("cursor").is_some()) =>
             {
                 lines.push(format!("    When {}", list_step(step, ids).unwrap_or_default()));
+                listing = true;
             }
             _ => {
+                listing = false;
+                if step.arguments.get("cursor").is_some() {
+                    lines.push(
+                        "    # The cursor is the one the server gave then: a server that signs its"
+                            .to_owned(),
+                    );
+                    lines.push("    # cursors with a key of its own each start gives another (replay the transcript).".to_owned());
+                }
                 lines.push(format!("    When they call the tool \"{}\" with:", step.tool));
                 let args = serde_json::to_string(&ids.inbound(&step.arguments)).unwrap_or_default();
                 // A docstring ends at its delimiter: the other one when the JSON holds it.
@@ -348,6 +361,7 @@ mod tests {
             tool: "create_organization".to_owned(),
             case: Case { args: keyed.clone(), target: None },
         };
+        let next = json!({ "result": { "structuredContent": { "meta": { "next_cursor": "c1" } } } });
         let all = [
             call("PAG-2", limit, vec![step("list_organizations", args.clone(), json!({}))]),
             call("PROTO-4", None, vec![step("list_organizations", args.clone(), json!({}))]),
@@ -360,6 +374,28 @@ mod tests {
                 vec![page(None, "c1"), page(Some("c1"), "c2"), page(Some("c2x"), "c3")],
             ),
             transcript("PAG-4", Replay::Cursor(cursor), vec![page(None, "c1"), page(Some("c1"), "c2")]),
+            // A cursor reused after a generic call: no `next page` step (no walk started).
+            transcript(
+                "PAG-6",
+                Replay::UnknownTool(UnknownCase { name: "list_orders".to_owned() }),
+                vec![
+                    step(
+                        "list_orders",
+                        json!({ "restaurant_id": "rst_central", "limit": 1, "channel": "phone" }),
+                        next.clone(),
+                    ),
+                    step(
+                        "list_orders",
+                        json!({ "restaurant_id": "rst_central", "limit": 1, "channel": "web" }),
+                        next.clone(),
+                    ),
+                    step(
+                        "list_orders",
+                        json!({ "restaurant_id": "rst_central", "limit": 1, "channel": "web", "cursor": "c1" }),
+                        json!({}),
+                    ),
+                ],
+            ),
             transcript("AUTH-4", Replay::Access(access.clone()), leak),
             transcript(
                 "AUTH-4",
@@ -383,6 +419,9 @@ mod tests {
                 Feature::parse(&text, GherkinEnv::default()).unwrap_or_else(|e| panic!("{e}\n{text}"));
             let scenario = feature.scenarios.first().unwrap_or_else(|| panic!("no scenario in\n{text}"));
             assert!(scenario.tags.contains(&t.clause), "{text}");
+            if t.clause == "PAG-6" {
+                assert!(!text.contains("next page"), "a next page without a walk: {text}");
+            }
             for s in &scenario.steps {
                 let found = steps.find(s).unwrap_or_else(|e| panic!("ambiguous step `{}`: {e:?}", s.value));
                 assert!(found.is_some(), "no step of the suite matches `{}` in\n{text}", s.value);
