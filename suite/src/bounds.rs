@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 /// One way to make valid arguments invalid.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Mutation {
     MissingRequired,
     WrongType,
@@ -24,7 +24,7 @@ pub enum Mutation {
 }
 
 /// A mutation of one member of one tool's arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     pub field: String,
     pub mutation: Mutation,

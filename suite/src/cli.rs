@@ -64,6 +64,28 @@ pub enum Command {
     /// every answer judged by the contract's clauses, each failure shrunk to a minimal
     /// reproduction. Exit 0 no finding, 1 findings, 2 a configuration error (see docs/FUZZ.md)
     Fuzz(FuzzArgs),
+    /// Run a fuzz finding's transcript (`fuzz --out DIR` writes them) again: the same calls in
+    /// order, each persona's token from the profile, the same oracles. Exit 1 the finding
+    /// reproduces, 0 it no longer does, 2 a configuration error
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplayArgs {
+    /// The transcript: a `finding-NN-CLAUSE.json` of `fuzz --out`
+    pub file: PathBuf,
+    /// The profile of the server to replay against
+    #[arg(long, value_name = "FILE", conflicts_with = "embedded", required_unless_present = "embedded")]
+    pub profile: Option<PathBuf>,
+    /// Replay against the reference server, started in-process
+    #[arg(long)]
+    pub embedded: bool,
+    /// With --embedded: switch on one of the reference server's deliberate defects; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub defect: Vec<String>,
+    /// With --embedded: switch on one of the reference server's allowed variants; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub variant: Vec<String>,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -93,6 +115,15 @@ pub struct FuzzArgs {
     /// reproduction}]} as JSON
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
+    /// Write a JUnit XML report: a testcase per clause judged (classname the clause), a failed
+    /// one per finding with its request, response, request_id and difference
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write each finding in DIR: `finding-NN-CLAUSE.json`, the JSON-RPC transcript of its calls
+    /// (persona names, never tokens) that `replay` runs again, and `finding-NN-CLAUSE.feature`,
+    /// a scenario of the suite's steps to paste into features/
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Which findings fail the run: `seed` (default, or the profile's `level`) leaves out those
     /// under an ext clause (PAG-2's refused `limit`, LIM-7, ENV-2, …): readings the seed allows,
     /// shown as differences from the reference; `full` counts them too
@@ -194,6 +225,7 @@ pub fn execute<Out: io::Write + 'static>(cli: Cli, console: Out) -> Outcome {
                 .unwrap_or_else(Outcome::config_error)
         }
         Some(Command::Fuzz(args)) => fuzz(&args, console).unwrap_or_else(Outcome::config_error),
+        Some(Command::Replay(args)) => replay(&args, console).unwrap_or_else(Outcome::config_error),
         None => {
             let args = cli.run.custom.clone();
             run(cli.run, console).unwrap_or_else(|e| {
@@ -354,7 +386,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
 
 /// `fuzz`: exit 0 without a finding, 1 with findings; `Err` is exit code 2.
 fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Outcome> {
-    if let Some(path) = &args.report_json {
+    for path in [&args.report_json, &args.junit].into_iter().flatten() {
         create_parent(path)?;
     }
     let target = RunArgs {
@@ -371,6 +403,7 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
     let settings = crate::fuzz::Settings { seed, budget: args.budget, disposable: args.embedded };
+    let id_map = profile.id_map();
     let result = crate::fuzz::run(profile, &settings, &mut console);
     #[cfg(feature = "embedded")]
     if args.embedded {
@@ -380,6 +413,21 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
     if let Some(path) = &args.report_json {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, crate::fuzz::junit::render(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(dir) = &args.out {
+        let files = crate::fuzz::transcript::write_all(dir, &report.findings, &id_map)?;
+        if !files.is_empty() {
+            let _ = writeln!(
+                console,
+                "{} file(s) in {}: a transcript (chataigne-conformance replay FILE.json) and a scenario per finding",
+                files.len(),
+                dir.display()
+            );
+        }
     }
     // As in a run: an ext clause is required at the full level only.
     let ext = |clause: &str| chataigne_contract::clauses::find(clause).is_some_and(|c| c.ext);
@@ -398,6 +446,47 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
         );
     }
     let code = if counted.is_empty() { 0 } else { 1 };
+    Ok(Outcome { code, error: None, report: None })
+}
+
+/// `replay`: exit 1 the finding reproduces, 0 it does not; `Err` is exit code 2.
+fn replay<Out: io::Write>(args: &ReplayArgs, mut console: Out) -> anyhow::Result<Outcome> {
+    use crate::fuzz::replay::Verdict;
+    let transcript = crate::fuzz::transcript::Transcript::load(&args.file)?;
+    let target = RunArgs {
+        profile: args.profile.clone(),
+        embedded: args.embedded,
+        defect: args.defect.clone(),
+        variant: args.variant.clone(),
+        ..RunArgs::default()
+    };
+    let (_server, profile) = target_profile(&target)?;
+    let verdict = crate::fuzz::replay::run(&transcript, profile, args.embedded, &mut console)?;
+    let code = match &verdict {
+        Verdict::Reproduced(detail) => {
+            let _ = writeln!(console, "reproduced [{}] {detail}", transcript.clause);
+            1
+        }
+        Verdict::Other(found) => {
+            let _ = writeln!(console, "not reproduced: [{}] held; other clauses broke:", transcript.clause);
+            for (clause, detail) in found {
+                let _ = writeln!(console, "  [{clause}] {detail}");
+            }
+            0
+        }
+        Verdict::Passed => {
+            let _ = writeln!(
+                console,
+                "not reproduced: [{}] held, and every other rule of these calls",
+                transcript.clause
+            );
+            0
+        }
+    };
+    #[cfg(feature = "embedded")]
+    if args.embedded {
+        crate::embedded::finish_log(code != 0);
+    }
     Ok(Outcome { code, error: None, report: None })
 }
 

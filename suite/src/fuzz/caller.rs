@@ -3,6 +3,7 @@
 //! (bounded) instead of judged: MCP_RATE_LIMITED is the server protecting itself, not a finding.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -21,8 +22,10 @@ pub struct Caller<'a> {
     pub ctx: &'a RunContext,
     pub runtime: &'a tokio::runtime::Runtime,
     client: RefCell<McpClient>,
+    /// Sessions of the other personas (the access sweep), opened on their first call.
+    others: RefCell<BTreeMap<String, McpClient>>,
     pub meter: RefCell<Meter>,
-    /// The persona every call is made as.
+    /// The persona calls are made as unless another is named.
     pub persona: String,
     /// `CHATAIGNE_FUZZ_TRACE` set: every call and its answer's summary on stderr (no token).
     trace: bool,
@@ -47,6 +50,7 @@ impl<'a> Caller<'a> {
             ctx,
             runtime,
             client: RefCell::new(client),
+            others: RefCell::new(BTreeMap::new()),
             meter: RefCell::new(meter),
             persona: persona.to_owned(),
             trace: std::env::var_os("CHATAIGNE_FUZZ_TRACE").is_some(),
@@ -60,13 +64,37 @@ impl<'a> Caller<'a> {
     /// One tool call, counted; `None` once the budget is spent or while the server keeps
     /// answering MCP_RATE_LIMITED (nothing to judge either way).
     pub fn call(&self, tool: &str, args: &Value) -> Option<Exchange> {
+        self.call_as(&self.persona.clone(), tool, args)
+    }
+
+    /// Whether the profile has a token for `persona`.
+    pub fn can_call_as(&self, persona: &str) -> bool {
+        self.ctx.profile.tokens.contains_key(persona)
+    }
+
+    /// One tool call as `persona` (its own session, initialized on its first call); `None` as
+    /// for [`Caller::call`], or when the persona has no token or cannot initialize.
+    pub fn call_as(&self, persona: &str, tool: &str, args: &Value) -> Option<Exchange> {
+        if persona != self.persona && !self.others.borrow().contains_key(persona) {
+            let mut client = self.ctx.client(persona)?;
+            self.meter.borrow_mut().calls += 1;
+            self.runtime.block_on(client.initialize());
+            if !client.is_initialized() {
+                return None;
+            }
+            self.others.borrow_mut().insert(persona.to_owned(), client);
+        }
         for attempt in 0..=RATE_RETRIES {
             if self.spent() {
                 return None;
             }
             self.meter.borrow_mut().calls += 1;
-            let ex = {
+            let ex = if persona == self.persona {
                 let mut client = self.client.borrow_mut();
+                self.runtime.block_on(client.call_tool(tool, args.clone()))
+            } else {
+                let mut others = self.others.borrow_mut();
+                let client = others.get_mut(persona)?;
                 self.runtime.block_on(client.call_tool(tool, args.clone()))
             };
             if self.trace {
@@ -86,7 +114,11 @@ impl<'a> Caller<'a> {
 
     /// The bearer token of the persona, for the ENV-6 echo check only (never shown).
     pub fn token(&self) -> Option<&str> {
-        self.ctx.profile.tokens.get(&self.persona).map(String::as_str)
+        self.token_of(&self.persona)
+    }
+
+    pub fn token_of(&self, persona: &str) -> Option<&str> {
+        self.ctx.profile.tokens.get(persona).map(String::as_str)
     }
 
     pub fn protocol_version(&self) -> Option<String> {

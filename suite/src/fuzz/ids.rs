@@ -39,8 +39,9 @@ pub struct Pools {
     /// Orders of the busy restaurant the dataset starts in `received`, as (restaurant, order)
     /// (the PRE-2 sequence moves them).
     pub received: Vec<(String, String)>,
-    /// Orders of the busy restaurant in a final status: completed, cancelled, rejected (PRE-3).
-    pub terminal: Vec<(String, String)>,
+    /// Orders of the busy restaurant in a final status, as (restaurant, order, status): completed,
+    /// cancelled, rejected (PRE-3).
+    pub terminal: Vec<(String, String, String)>,
     /// Each order, conversation and transcript's restaurant (AUTH-5).
     pub restaurant_of: BTreeMap<String, String>,
     /// Restaurants and organizations outside the fuzzing persona's memberships (AUTH-4).
@@ -96,7 +97,10 @@ impl Pools {
             if &o.restaurant_id == busy {
                 match o.status.as_str() {
                     "received" => pools.received.push(pair()),
-                    "completed" | "cancelled" | "rejected" => pools.terminal.push(pair()),
+                    "completed" | "cancelled" | "rejected" => {
+                        let (r, id) = pair();
+                        pools.terminal.push((r, id, o.status.clone()));
+                    }
                     _ => {}
                 }
             }

@@ -8,14 +8,18 @@
 //! generate from, which mutations, which clause), `strategy` (proptest strategies), `caller`
 //! (synchronous calls, budget, rate limits), `oracle` (judging a call), `sequences`, `report`.
 
+pub mod access;
 pub mod budget;
 pub mod caller;
 pub mod ids;
+pub mod junit;
 pub mod oracle;
+pub mod replay;
 pub mod report;
 pub mod schema;
 pub mod sequences;
 pub mod strategy;
+pub mod transcript;
 
 use std::cell::{Cell, RefCell};
 use std::fmt::Debug;
@@ -32,7 +36,8 @@ use self::caller::Caller;
 use self::oracle::Fault;
 use self::report::{Finding, FuzzReport};
 use self::schema::{Target, Tool};
-use self::strategy::Resolver;
+use self::strategy::{Case, Resolver};
+pub use self::transcript::Replay;
 use crate::client::Exchange;
 use crate::context::RunContext;
 use crate::profile::Profile;
@@ -57,12 +62,40 @@ pub struct Settings {
 #[derive(Debug, Clone)]
 pub struct Observed {
     pub fault: Fault,
+    /// Who made the failing call.
+    pub persona: String,
     pub tool: String,
     pub args: Value,
     pub mutation: Option<String>,
     pub ex: Exchange,
-    /// The calls of a sequence before this one, as (tool, arguments).
-    pub before: Vec<(String, Value)>,
+    /// The calls of a sequence before this one.
+    pub before: Vec<Call>,
+    /// The case that failed, as `replay` runs it again (set by `run_property`).
+    pub replay: Option<Replay>,
+}
+
+impl Observed {
+    pub fn new(fault: Fault, persona: &str, tool: &str, args: &Value, ex: &Exchange) -> Observed {
+        Observed {
+            fault,
+            persona: persona.to_owned(),
+            tool: tool.to_owned(),
+            args: args.clone(),
+            mutation: None,
+            ex: ex.clone(),
+            before: Vec::new(),
+            replay: None,
+        }
+    }
+}
+
+/// One call of a sequence, and its answer (`None`: the budget ran out before it).
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub persona: String,
+    pub tool: String,
+    pub args: Value,
+    pub ex: Option<Exchange>,
 }
 
 /// What a round runs: one property.
@@ -73,6 +106,11 @@ enum Prop {
     Cursor,
     Idempotency,
     Precondition,
+    UnknownTool,
+    /// A cursor reused with one argument changed (PAG-6).
+    CursorBinding,
+    /// Valid calls of other personas, judged by the access tables (AUTH-3/4/6).
+    Access(access::Group),
 }
 
 /// Preflight, fuzz, report. `Err`: a configuration error (exit code 2).
@@ -134,19 +172,23 @@ pub struct Engine<'a> {
     pub vocabulary: Vec<String>,
     pub seed: u64,
     pub writes: bool,
+    /// The access tables' rows this server can be called with (personas with a token).
+    pub access: Vec<access::AccessCase>,
     findings: RefCell<Vec<Finding>>,
     /// Why the fuzzer itself failed, if it did: the run is then a configuration error.
     broken: RefCell<Option<String>>,
 }
 
 impl<'a> Engine<'a> {
-    fn new(ctx: &'a RunContext, caller: Caller<'a>, seed: u64, writes: bool) -> Engine<'a> {
+    pub fn new(ctx: &'a RunContext, caller: Caller<'a>, seed: u64, writes: bool) -> Engine<'a> {
         let tools: Vec<Tool> =
             ctx.published.tools.iter().filter_map(Tool::new).filter(|t| writes || !t.writes).collect();
         let schemas: Vec<&Value> = tools.iter().map(|t| &t.schema).collect();
         let vocabulary = strategy::vocabulary(&schemas);
         let pools = Arc::new(ids::Pools::new(&ctx.dataset, &ctx.id_map, PERSONA));
+        let access = access::cases(ctx, &caller, &tools);
         Engine {
+            access,
             caller,
             resolver: Resolver { pools, salt: seed },
             tools,
@@ -156,6 +198,10 @@ impl<'a> Engine<'a> {
             findings: RefCell::new(Vec::new()),
             broken: RefCell::new(None),
         }
+    }
+
+    pub fn access_rows(&self, group: access::Group) -> Vec<access::AccessCase> {
+        self.access.iter().filter(|c| c.group == group).cloned().collect()
     }
 
     pub fn tool(&self, name: &str) -> Option<&Tool> {
@@ -168,6 +214,8 @@ impl<'a> Engine<'a> {
     fn plan(&self) -> Vec<Prop> {
         let mut props: Vec<Prop> = (0..self.tools.len()).map(Prop::Valid).collect();
         props.push(Prop::Cursor);
+        props.push(Prop::UnknownTool);
+        props.push(Prop::CursorBinding);
         if self.writes {
             props.extend([Prop::Idempotency, Prop::Precondition]);
         }
@@ -185,12 +233,37 @@ impl<'a> Engine<'a> {
             }
         }
         mutations.sort_by_key(|(k, _)| *k);
-        props.extend(mutations.into_iter().map(|(_, p)| p));
+        // The access tables after each bound's first try (bounds are where servers go wrong
+        // most), the rows every table allows last.
+        let (bounds, rest): (Vec<_>, Vec<_>) =
+            mutations.into_iter().partition(|((repeats, priority, _, _), _)| *repeats == 0 && *priority == 0);
+        props.extend(bounds.into_iter().map(|(_, p)| p));
+        let groups: Vec<access::Group> =
+            access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).collect();
+        props.extend(groups.iter().filter(|g| **g != access::Group::Allowed).map(|g| Prop::Access(*g)));
+        props.extend(rest.into_iter().map(|(_, p)| p));
+        props.extend(groups.iter().filter(|g| **g == access::Group::Allowed).map(|g| Prop::Access(*g)));
         props
     }
 
     fn fuzz(&self) {
         let plan = self.plan();
+        // Each property's generator index: the properties added later (an unknown tool, the
+        // access tables) count apart, so adding one leaves the others' draws as they were.
+        let mut counts = (0u64, 0u64);
+        let keys: Vec<u64> = plan
+            .iter()
+            .map(|p| match p {
+                Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
+                    counts.1 += 1;
+                    (1 << 32) + counts.1
+                }
+                _ => {
+                    counts.0 += 1;
+                    counts.0 - 1
+                }
+            })
+            .collect();
         let mut done = vec![false; plan.len()];
         for round in 0..MAX_ROUNDS {
             let before = self.caller.meter.borrow().calls;
@@ -204,19 +277,26 @@ impl<'a> Engine<'a> {
                 // A sequence's first call may be refused (an ID of the foreign tenant): two tries.
                 let cases = match (prop, round) {
                     (Prop::Valid(_) | Prop::Cursor | Prop::Idempotency | Prop::Precondition, 0) => 2,
+                    // Rows of the tables: `access::sweep` takes one of each tool a round.
+                    (Prop::Access(_), _) => 1,
+                    // Six rows a round, three calls each.
+                    (Prop::CursorBinding, _) => 6,
                     // Bounds are where servers go wrong: a second draw before other mutations.
                     (Prop::Mutated(_, t), 0) if t.priority() == 0 => 2,
                     (_, 0) => 1,
-                    (Prop::Cursor | Prop::Idempotency | Prop::Precondition, _) => 1,
+                    (Prop::Cursor | Prop::Idempotency | Prop::Precondition | Prop::UnknownTool, _) => 1,
                     _ => 2,
                 };
-                let rng = rng(self.seed, round, i as u64);
+                let rng = rng(self.seed, round, keys[i]);
                 done[i] = match prop {
                     Prop::Valid(t) => self.run_case_property(*t, None, cases, rng),
                     Prop::Mutated(t, target) => self.run_case_property(*t, Some(target), cases, rng),
-                    Prop::Cursor => sequences::cursor(self, cases, rng),
-                    Prop::Idempotency => sequences::idempotency(self, cases, rng),
-                    Prop::Precondition => sequences::precondition(self, cases, rng),
+                    Prop::Cursor => sequences::cursor(self, cases, rng, None),
+                    Prop::Idempotency => sequences::idempotency(self, cases, rng, None),
+                    Prop::Precondition => sequences::precondition(self, cases, rng, None),
+                    Prop::UnknownTool => sequences::unknown_tool(self, cases, rng, None),
+                    Prop::CursorBinding => sequences::cursor_binding(self, cases, round, rng, None),
+                    Prop::Access(group) => access::sweep(self, *group, cases, round, rng, None),
                 };
             }
             if self.caller.meter.borrow().calls == before {
@@ -231,7 +311,24 @@ impl<'a> Engine<'a> {
             None => strategy::valid(&t.schema, self.resolver.clone()),
             Some(target) => strategy::mutated(&t.schema, target, &self.vocabulary, self.resolver.clone()),
         };
-        self.run_property(strategy, cases, MAX_SHRINK_ITERS, rng, &|case| {
+        self.call_property(t, strategy, cases, MAX_SHRINK_ITERS, rng)
+    }
+
+    /// One call of `tool` per case, judged by every rule of a single call.
+    pub fn call_property(
+        &self,
+        t: &Tool,
+        strategy: BoxedStrategy<Case>,
+        cases: u32,
+        shrink_iters: u32,
+        rng: TestRng,
+    ) -> bool {
+        let replay = |case: &Case| Replay::Call {
+            persona: self.caller.persona.clone(),
+            tool: t.name.clone(),
+            case: case.clone(),
+        };
+        self.run_property(strategy, cases, shrink_iters, rng, &replay, &|case| {
             let Some(ex) = self.caller.call(&t.name, &case.args) else { return Vec::new() };
             let mut faults = oracle::judge(self.caller.ctx, t, case, &ex, self.caller.token());
             faults.extend(oracle::access(&self.resolver.pools, &t.name, &case.args, &ex));
@@ -239,12 +336,8 @@ impl<'a> Engine<'a> {
             faults
                 .into_iter()
                 .map(|fault| Observed {
-                    fault,
-                    tool: t.name.clone(),
-                    args: case.args.clone(),
                     mutation: mutation.clone(),
-                    ex: ex.clone(),
-                    before: Vec::new(),
+                    ..Observed::new(fault, &self.caller.persona, &t.name, &case.args, &ex)
                 })
                 .collect()
         })
@@ -259,6 +352,7 @@ impl<'a> Engine<'a> {
         cases: u32,
         shrink_iters: u32,
         rng: TestRng,
+        replay: &dyn Fn(&T) -> Replay,
         eval: &dyn Fn(&T) -> Vec<Observed>,
     ) -> bool {
         let config = Config {
@@ -278,7 +372,10 @@ impl<'a> Engine<'a> {
                 // Nothing can be judged: the input counts as passing, and a shrink stops here.
                 return Ok(());
             }
-            let observed = eval(&value);
+            let mut observed = eval(&value);
+            for o in &mut observed {
+                o.replay = Some(replay(&value));
+            }
             let hit = match locked.get() {
                 None => observed.first(),
                 Some(clause) => observed.iter().find(|o| o.fault.clause == clause),
@@ -318,8 +415,12 @@ impl<'a> Engine<'a> {
 
     fn file(&self, o: Observed, shrunk: bool) {
         let mut findings = self.findings.borrow_mut();
-        if findings.iter().any(|f| f.clause == o.fault.clause && f.tool == o.tool && f.mutation == o.mutation)
-        {
+        if findings.iter().any(|f| {
+            f.clause == o.fault.clause
+                && f.tool == o.tool
+                && f.mutation == o.mutation
+                && f.persona == o.persona
+        }) {
             return;
         }
         let ctx = self.caller.ctx;
@@ -329,16 +430,19 @@ impl<'a> Engine<'a> {
             protocol_version: self.caller.protocol_version(),
             seed: self.seed,
         };
-        findings.push(Finding::new(
-            &target,
-            o.fault.clause,
-            o.fault.detail,
-            (&o.tool, &o.args),
-            o.mutation,
-            &o.ex,
-            &o.before,
-            shrunk,
-        ));
+        // Every token of the profile is masked in what a finding keeps of the answers.
+        let secrets: Vec<&str> = ctx.profile.tokens.values().map(String::as_str).collect();
+        findings.push(Finding::new(&target, o, shrunk, &secrets));
+    }
+
+    /// Why the fuzzer itself failed, if it did.
+    pub fn broken(&self) -> Option<String> {
+        self.broken.borrow().clone()
+    }
+
+    /// The findings filed so far (a replay reads them).
+    pub fn findings(&self) -> Vec<Finding> {
+        self.findings.borrow().clone()
     }
 
     fn into_report(self, settings: &Settings) -> FuzzReport {

@@ -33,6 +33,7 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
     }
     out.extend(invariants::check_protocol(ex).into_iter().map(|v| fault(v.clause, v.detail)));
     out.extend(invariants::check(ex, token).into_iter().map(|v| fault(v.clause, v.detail)));
+    out.extend(id_header(ex));
     let must_refuse = !tool.accepts(&case.args);
     let target = case.target.as_ref().filter(|_| must_refuse);
     if let Some(err) = ex.rpc_error() {
@@ -91,6 +92,19 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         }
     }
     out
+}
+
+/// ENV-2 over HTTP: an answer with a request_id carries it in the `x-request-id` header too
+/// (`invariants::check` judges a header that differs; a missing one is judged here, as the step
+/// `every answer carries its request_id in the x-request-id header` does).
+fn id_header(ex: &Exchange) -> Vec<Fault> {
+    let meta = ex.structured().and_then(|s| s.pointer("/meta/request_id")).and_then(Value::as_str);
+    let header = ex.response().and_then(|r| r.header("x-request-id"));
+    if ex.stdio || meta.is_none() || header.is_some() {
+        return Vec::new();
+    }
+    let what = ex.tool.as_deref().unwrap_or(&ex.method);
+    vec![fault("ENV-2", format!("{what}: an answer with meta.request_id and no x-request-id header"))]
 }
 
 /// What a call with forbidden arguments may be refused as: a validation error, or the refusals

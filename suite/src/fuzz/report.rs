@@ -8,12 +8,16 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::Observed;
+use super::transcript::{Replay, Step};
 use crate::client::Exchange;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Finding {
     pub clause: &'static str,
     pub tool: String,
+    /// The persona of the failing call (its token is never written).
+    pub persona: String,
     pub arguments: Value,
     /// What the rule says was wrong.
     pub detail: String,
@@ -35,6 +39,12 @@ pub struct Finding {
     /// shrinking.
     pub shrunk: bool,
     pub seed: u64,
+    /// The case, as `replay` runs it again (none for `initialize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
+    /// Every call of the reproduction and its answer: the transcript `--out` writes.
+    #[serde(skip)]
+    pub calls: Vec<Step>,
 }
 
 /// The context a reproduction needs.
@@ -46,17 +56,8 @@ pub struct Target<'a> {
 }
 
 impl Finding {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        target: &Target<'_>,
-        clause: &'static str,
-        detail: String,
-        (tool, arguments): (&str, &Value),
-        mutation: Option<String>,
-        ex: &Exchange,
-        before: &[(String, Value)],
-        shrunk: bool,
-    ) -> Finding {
+    /// `secrets` (the profile's tokens) are masked in everything the finding keeps.
+    pub fn new(target: &Target<'_>, o: Observed, shrunk: bool, secrets: &[&str]) -> Finding {
         // Built again rather than taken from the exchange, whose copy is cut for display.
         let body = |id: u64, tool: &str, arguments: &Value| {
             json!({
@@ -66,26 +67,71 @@ impl Finding {
                 "params": { "name": tool, "arguments": arguments },
             })
         };
-        let request = body(ex.rpc_id.unwrap_or(1), tool, arguments);
+        let request = body(o.ex.rpc_id.unwrap_or(1), &o.tool, &o.args);
         // A sequence is reproduced step by step (cursors and created IDs differ on another run).
-        let mut lines: Vec<String> =
-            before.iter().enumerate().map(|(i, (t, a))| curl(target, &body(i as u64 + 1, t, a))).collect();
+        let mut lines: Vec<String> = o
+            .before
+            .iter()
+            .enumerate()
+            .map(|(i, c)| curl(target, &body(i as u64 + 1, &c.tool, &c.args)))
+            .collect();
         lines.push(curl(target, &request));
+        let mut calls: Vec<Step> = o
+            .before
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Step {
+                persona: c.persona.clone(),
+                tool: c.tool.clone(),
+                arguments: c.args.clone(),
+                request: body(c.ex.as_ref().and_then(|e| e.rpc_id).unwrap_or(i as u64 + 1), &c.tool, &c.args),
+                response: c.ex.as_ref().map_or_else(
+                    || json!({ "no_answer": "not sent: the budget ran out" }),
+                    |e| answer(e, secrets),
+                ),
+            })
+            .collect();
+        calls.push(Step {
+            persona: o.persona.clone(),
+            tool: o.tool.clone(),
+            arguments: o.args.clone(),
+            request: request.clone(),
+            response: answer(&o.ex, secrets),
+        });
         Finding {
-            clause,
-            tool: tool.to_owned(),
-            arguments: arguments.clone(),
-            detail,
-            mutation,
-            steps_before: before.iter().map(|(t, a)| json!({ "tool": t, "arguments": a })).collect(),
+            clause: o.fault.clause,
+            tool: o.tool,
+            persona: o.persona,
+            arguments: o.args,
+            detail: mask(&o.fault.detail, secrets),
+            mutation: o.mutation,
+            steps_before: o.before.iter().map(|c| json!({ "tool": c.tool, "arguments": c.args })).collect(),
             reproduction: lines.join("\n"),
             request,
-            response: ex.summary(),
-            request_id: ex.request_id().map(str::to_owned),
+            response: mask(&o.ex.summary(), secrets),
+            request_id: o.ex.request_id().map(str::to_owned),
             shrunk,
             seed: target.seed,
+            replay: o.replay,
+            calls,
         }
     }
+}
+
+/// The JSON-RPC answer of `ex`, tokens masked; `{"no_answer": why}` without one.
+pub fn answer(ex: &Exchange, secrets: &[&str]) -> Value {
+    match ex.message() {
+        Some(m) => {
+            let text = mask(&m.to_string(), secrets);
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        }
+        None => json!({ "no_answer": mask(&ex.summary(), secrets) }),
+    }
+}
+
+/// `text` with every secret replaced by `***`.
+pub fn mask(text: &str, secrets: &[&str]) -> String {
+    secrets.iter().filter(|s| s.len() >= 4).fold(text.to_owned(), |t, s| t.replace(s, "***"))
 }
 
 impl Finding {
@@ -106,6 +152,7 @@ impl Finding {
         Finding {
             clause,
             tool: "initialize".to_owned(),
+            persona: super::PERSONA.to_owned(),
             arguments: Value::Null,
             detail: detail.to_owned(),
             mutation: None,
@@ -116,6 +163,8 @@ impl Finding {
             request_id: None,
             shrunk: false,
             seed: target.seed,
+            replay: None,
+            calls: Vec::new(),
         }
     }
 }
@@ -171,6 +220,9 @@ impl FuzzReport {
         for (i, f) in self.findings.iter().enumerate() {
             // The detail names the tool.
             let _ = writeln!(console, "\nfinding {} [{}] {}", i + 1, f.clause, f.detail);
+            if f.persona != super::PERSONA {
+                let _ = writeln!(console, "  persona: {}", f.persona);
+            }
             if let Some(m) = &f.mutation {
                 let _ = writeln!(console, "  mutation: {m}");
             }

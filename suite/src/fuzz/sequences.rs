@@ -5,27 +5,29 @@
 //! the server's state is reset afterwards.
 
 use proptest::prelude::*;
-use proptest::sample::{Index, select};
+use proptest::sample::select;
 use proptest::strategy::Union;
 use proptest::test_runner::TestRng;
 use serde_json::{Value, json};
 
 use super::oracle::{self, Fault, answered, error_code, succeeded};
-use super::strategy::{self, Case};
-use super::{Engine, Observed};
+use super::strategy::{self, Case, Pick};
+use super::{Call, Engine, Observed, Replay};
 use crate::client::Exchange;
 
 /// Pages read at most in one walk: the busy restaurant's orders in pages of 8 or more.
 const MAX_PAGES: usize = 20;
 /// Shrinking steps of a sequence at most: each replays the whole sequence.
 const SHRINK_ITERS: u32 = 12;
+/// The statuses no tool may reach (ABS-2).
+const ABSENT: [&str; 2] = ["cancelled", "rejected"];
 /// Characters a cursor byte is replaced with (URL-safe base64 and the dot many servers use).
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
 
 /// The calls of one sequence so far, so a finding shows the steps that led to it.
 struct Trail<'e, 'a> {
     engine: &'e Engine<'a>,
-    steps: Vec<(String, Value)>,
+    steps: Vec<Call>,
 }
 
 impl<'e, 'a> Trail<'e, 'a> {
@@ -34,8 +36,10 @@ impl<'e, 'a> Trail<'e, 'a> {
     }
 
     fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
-        self.steps.push((tool.to_owned(), args.clone()));
-        self.engine.caller.call(tool, args)
+        let ex = self.engine.caller.call(tool, args);
+        let persona = self.engine.caller.persona.clone();
+        self.steps.push(Call { persona, tool: tool.to_owned(), args: args.clone(), ex: ex.clone() });
+        ex
     }
 
     /// A failure of the call of `tool` with `args`, after the steps before it.
@@ -47,14 +51,12 @@ impl<'e, 'a> Trail<'e, 'a> {
         args: &Value,
         ex: &Exchange,
     ) -> Observed {
-        let at = self.steps.iter().rposition(|(t, a)| t == tool && a == args).unwrap_or(self.steps.len());
+        let at =
+            self.steps.iter().rposition(|c| c.tool == tool && &c.args == args).unwrap_or(self.steps.len());
+        let persona = self.engine.caller.persona.clone();
         Observed {
-            fault: Fault { clause, detail },
-            tool: tool.to_owned(),
-            args: args.clone(),
-            mutation: None,
-            ex: ex.clone(),
             before: self.steps[..at].to_vec(),
+            ..Observed::new(Fault { clause, detail }, &persona, tool, args, ex)
         }
     }
 
@@ -77,17 +79,17 @@ impl<'e, 'a> Trail<'e, 'a> {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CursorCase {
     tool: String,
     args: Value,
-    page: Index,
-    position: Index,
-    replacement: Index,
+    page: Pick,
+    position: Pick,
+    replacement: Pick,
 }
 
 /// PAG-5: every page of a list, then one of its cursors with one character changed.
-pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<CursorCase>) -> bool {
     let busy = engine.resolver.pools.first(super::ids::IdKind::Restaurant);
     // Lists with over 20 items in the busy restaurant (proptest shrinks towards the first);
     // the others only when neither is published.
@@ -112,7 +114,7 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     // Pages of 4 to 20 items, so a list of over 20 has several; shrinking goes to 20, fewer
     // pages to walk again.
     // Half the walks without `limit`: pages of the default size, 20 (PAG-1).
-    let strategy = (select(lists), any::<bool>(), 0u64..17, any::<Index>(), any::<Index>(), any::<Index>())
+    let strategy = (select(lists), any::<bool>(), 0u64..17, Pick::any(), Pick::any(), Pick::any())
         .prop_map(|((tool, mut args), default, n, page, position, replacement)| {
             if !default {
                 args["limit"] = json!(20 - n);
@@ -120,7 +122,9 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
             CursorCase { tool, args, page, position, replacement }
         })
         .boxed();
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &CursorCase| Replay::Cursor(case.clone());
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         let mut cursors = Vec::new();
         let mut seen = std::collections::HashSet::new();
@@ -191,7 +195,7 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
 }
 
 /// IDEM-2 and IDEM-3: a keyed write, the same call again, then the key with other arguments.
-pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<(String, Case)>) -> bool {
     // The organization first: any user may create one, so the first call succeeds.
     let order = ["create_organization", "create_instruction", "send_message", "create_restaurant"];
     let mut keyed: Vec<&super::schema::Tool> =
@@ -215,7 +219,10 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         })
         .collect();
     let strategy = Union::new_weighted(arms).boxed();
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|(tool, case)| {
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay =
+        |(tool, case): &(String, Case)| Replay::Idempotency { tool: tool.clone(), case: case.clone() };
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|(tool, case)| {
         let mut trail = Trail::new(engine);
         let args = &case.args;
         let Some(first) = trail.call(tool, args) else { return Vec::new() };
@@ -270,12 +277,12 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
     })
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PreCase {
-    order: Index,
-    wrong: Index,
-    terminal: Index,
-    target: Index,
+    order: Pick,
+    wrong: Pick,
+    terminal: Pick,
+    target: Pick,
 }
 
 /// ABS-2, PRE-3, PRE-2: an order cancelled or rejected is refused (ABS-2); an order in a final
@@ -283,7 +290,7 @@ pub struct PreCase {
 /// moved with a wrong `expected_status` is refused and
 /// unchanged; with the right one it moves, and get_order shows it. (A forward skip is not
 /// judged: the seed allows it, the `lifecycle-skip-forward` variant.)
-pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
+pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<PreCase>) -> bool {
     if engine.tool("update_order_status").is_none() || engine.tool("get_order").is_none() {
         return false;
     }
@@ -292,11 +299,13 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         return false;
     }
     let terminal = engine.resolver.pools.terminal.clone();
-    let strategy = (any::<Index>(), any::<Index>(), any::<Index>(), any::<Index>())
+    let strategy = (Pick::any(), Pick::any(), Pick::any(), Pick::any())
         .prop_map(|(order, wrong, terminal, target)| PreCase { order, wrong, terminal, target })
         .boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &PreCase| Replay::Precondition(case.clone());
     let lifecycle = chataigne_contract::tools::ORDER_LIFECYCLE;
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &|case| {
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         // The order under data.order, or as data itself (the `bare-order-data` variant).
         let status_of = |ex: &Exchange| {
@@ -315,41 +324,49 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
             // A final status: nothing to move.
             return Vec::new();
         };
-        // ABS-2: cancelling or rejecting is no tool's effect, even with the right expected_status.
-        let absent = ["cancelled", "rejected"][case.wrong.index(2)];
-        let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": absent, "expected_status": current });
-        let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
-        if succeeded(&ex) {
-            let detail = format!("update_order_status moved a {current} order to {absent}");
-            return vec![trail.observed("ABS-2", detail, "update_order_status", &write, &ex)];
-        }
-        if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
-            return faults;
-        }
-        if !terminal.is_empty() {
-            let (restaurant, order) = &terminal[case.terminal.index(terminal.len())];
-            let read = json!({ "restaurant_id": restaurant, "order_id": order });
-            let Some(ex) = trail.call("get_order", &read) else { return Vec::new() };
-            if let Some(faults) = trail.checked("get_order", &read, &ex) {
+        // ABS-2: cancelling or rejecting is no tool's effect, even with the right expected_status;
+        // both are tried (a server may let one through and not the other).
+        let first = case.wrong.index(2);
+        for absent in [ABSENT[first], ABSENT[1 - first]] {
+            let write =
+                json!({ "restaurant_id": restaurant, "order_id": order, "status": absent, "expected_status": current });
+            let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+            if succeeded(&ex) {
+                let detail = format!("update_order_status moved a {current} order to {absent}");
+                return vec![trail.observed("ABS-2", detail, "update_order_status", &write, &ex)];
+            }
+            if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
                 return faults;
             }
-            let current = status_of(&ex);
-            if let Some(current) = current.filter(|c| !lifecycle[..4].contains(&c.as_str())) {
-                // Another status than its own: staying put is not a move back.
-                let targets: Vec<&str> = lifecycle[1..].iter().copied().filter(|s| *s != current).collect();
-                let back = targets[case.target.index(targets.len())];
-                let write =
-                    json!({ "restaurant_id": restaurant, "order_id": order, "status": back, "expected_status": current });
-                let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
-                if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
-                    return faults;
-                }
-                if succeeded(&ex) {
-                    let detail = format!("update_order_status moved a {current} order back to {back}");
-                    return vec![trail.observed("PRE-3", detail, "update_order_status", &write, &ex)];
-                }
+        }
+        // PRE-3: an order of each final status (completed, cancelled, rejected) moved back, with
+        // the status the dataset gives it as expected_status (a server whose order is elsewhere
+        // refuses the move: no finding).
+        let mut tried: Vec<&str> = Vec::new();
+        let from = if terminal.is_empty() { 0 } else { case.terminal.index(terminal.len()) };
+        for k in 0..terminal.len() {
+            let (restaurant, order, current) = &terminal[(from + k) % terminal.len()];
+            if tried.contains(&current.as_str()) {
+                continue;
+            }
+            tried.push(current);
+            // Each move back is judged alone: its reproduction needs none of the calls before.
+            trail.steps.clear();
+            // Another status than its own: staying put is not a move back.
+            let targets: Vec<&str> = lifecycle[1..].iter().copied().filter(|s| s != current).collect();
+            let back = targets[case.target.index(targets.len())];
+            let write =
+                json!({ "restaurant_id": restaurant, "order_id": order, "status": back, "expected_status": current });
+            let Some(ex) = trail.call("update_order_status", &write) else { return Vec::new() };
+            if let Some(faults) = trail.checked("update_order_status", &write, &ex) {
+                return faults;
+            }
+            if succeeded(&ex) {
+                let detail = format!("update_order_status moved a {current} order back to {back}");
+                return vec![trail.observed("PRE-3", detail, "update_order_status", &write, &ex)];
             }
         }
+        trail.steps.clear();
         let next = lifecycle[step + 1];
         let others: Vec<&str> =
             chataigne_contract::tools::ORDER_STATUSES.iter().copied().filter(|s| *s != current).collect();
@@ -396,4 +413,162 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng) -> bool {
         }
         Vec::new()
     })
+}
+
+/// A tool name that is not published: a published one with one character changed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UnknownCase {
+    pub name: String,
+}
+
+/// PROTO-2: a tools/call of a tool the server does not publish is the JSON-RPC error -32602
+/// (MCP's invalid params), answered with the request's id, like every answer.
+pub fn unknown_tool(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<UnknownCase>) -> bool {
+    let names: Vec<String> = engine
+        .caller
+        .ctx
+        .published
+        .tools
+        .iter()
+        .filter_map(|t| t.get("name")?.as_str().map(str::to_owned))
+        .collect();
+    if names.is_empty() {
+        return false;
+    }
+    let published = names.clone();
+    let strategy = (select(names), Pick::any(), Pick::any())
+        .prop_map(move |(name, at, with)| {
+            let letters = b"abcdefghijklmnopqrstuvwxyz_";
+            let mut bytes = name.into_bytes();
+            let i = at.index(bytes.len());
+            let mut pick = with.index(letters.len());
+            // Never the name itself, nor another published one.
+            loop {
+                bytes[i] = letters[pick];
+                let candidate = String::from_utf8_lossy(&bytes).into_owned();
+                if !published.contains(&candidate) {
+                    return UnknownCase { name: candidate };
+                }
+                pick = (pick + 1) % letters.len();
+            }
+        })
+        .boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &UnknownCase| Replay::UnknownTool(case.clone());
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
+        let args = json!({});
+        let Some(ex) = engine.caller.call(&case.name, &args) else { return Vec::new() };
+        let persona = engine.caller.persona.clone();
+        let observed = |f: Fault| Observed::new(f, &persona, &case.name, &args, &ex);
+        let mut faults = answered(&ex);
+        if faults.is_empty() {
+            faults.extend(crate::invariants::check_protocol(&ex).into_iter().map(|v| Fault { clause: v.clause, detail: v.detail }));
+            faults.extend(crate::invariants::check(&ex, engine.caller.token()).into_iter().map(|v| Fault { clause: v.clause, detail: v.detail }));
+            let code = ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64);
+            if code != Some(-32602) {
+                faults.push(Fault {
+                    clause: "PROTO-2",
+                    detail: format!("a tools/call of a tool the server does not publish was answered {}, not the JSON-RPC error -32602", ex.summary()),
+                });
+            }
+        }
+        faults.into_iter().map(observed).collect()
+    })
+}
+
+/// One argument a cursor is bound to (`matrices::cursor_rows`), the server's IDs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BindingCase {
+    pub tool: String,
+    pub argument: String,
+    /// The page-size member, set to 1 so the first page has a cursor.
+    pub size: String,
+    pub base: Value,
+    pub changed: Value,
+}
+
+/// The cursor-binding rows this server can be called with.
+pub fn binding_cases(engine: &Engine<'_>) -> Vec<BindingCase> {
+    let ctx = engine.caller.ctx;
+    crate::matrices::cursor_rows(&ctx.dataset)
+        .into_iter()
+        .filter(|r| engine.tool(r.tool.as_str()).is_some())
+        .map(|r| BindingCase {
+            tool: r.tool.as_str().to_owned(),
+            argument: r.argument,
+            size: crate::matrices::page_size(r.tool).unwrap_or("limit").to_owned(),
+            base: ctx.id_map.outbound(&r.base),
+            changed: ctx.id_map.outbound(&r.changed),
+        })
+        .collect()
+}
+
+/// PAG-6: a first page's cursor sent with one argument it was issued for changed is refused
+/// with MCP_CURSOR_INVALID (a change the server refuses anyway needs only a refusal), as the
+/// step `every cursor is refused when one argument it was issued for changes` judges it. Rows
+/// in turn, a few each round; each is already minimal (three calls).
+pub fn cursor_binding(
+    engine: &Engine<'_>,
+    cases: u32,
+    round: u64,
+    rng: TestRng,
+    fixed: Option<BindingCase>,
+) -> bool {
+    let rows = match fixed {
+        Some(case) => vec![case],
+        None => {
+            let rows = binding_cases(engine);
+            if rows.is_empty() {
+                return false;
+            }
+            let start = round as usize * cases as usize;
+            (start..start + cases as usize).map(|i| rows[i % rows.len()].clone()).collect()
+        }
+    };
+    let replay = |case: &BindingCase| Replay::CursorBinding(case.clone());
+    let mut failed = false;
+    for row in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
+            let mut trail = Trail::new(engine);
+            let sized = |args: &Value| {
+                let mut a = args.clone();
+                a[case.size.as_str()] = json!(1);
+                a
+            };
+            let first = sized(&case.base);
+            let Some(ex) = trail.call(&case.tool, &first) else { return Vec::new() };
+            if let Some(faults) = trail.checked(&case.tool, &first, &ex) {
+                return faults;
+            }
+            let cursor = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+            let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return Vec::new() };
+            let alone = sized(&case.changed);
+            let Some(ex) = trail.call(&case.tool, &alone) else { return Vec::new() };
+            if let Some(faults) = trail.checked(&case.tool, &alone, &ex) {
+                return faults;
+            }
+            let valid_alone = succeeded(&ex);
+            let mut reused = alone.clone();
+            reused["cursor"] = json!(cursor);
+            let Some(ex) = trail.call(&case.tool, &reused) else { return Vec::new() };
+            let code = error_code(&ex);
+            if code == Some("MCP_CURSOR_INVALID") || (!valid_alone && ex.is_error()) {
+                return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
+            }
+            if !answered(&ex).is_empty() || code == Some("MCP_RATE_LIMITED") {
+                return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
+            }
+            let detail = format!(
+                "{}: a cursor reused with `{}` changed was not refused with MCP_CURSOR_INVALID ({})",
+                case.tool,
+                case.argument,
+                ex.summary()
+            );
+            vec![trail.observed("PAG-6", detail, &case.tool, &reused, &ex)]
+        });
+    }
+    failed
 }

@@ -26,10 +26,26 @@ pub enum Drawn {
 }
 
 /// One generated call: the arguments, and the mutation they carry, if any.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Case {
     pub args: Value,
     pub target: Option<Target>,
+}
+
+/// A choice among `len` things, as proptest's `Index` (shrinking towards the first), but
+/// written in a transcript so a replay makes the same choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Pick(pub u64);
+
+impl Pick {
+    pub fn index(self, len: usize) -> usize {
+        assert!(len > 0, "a pick among nothing");
+        ((u128::from(self.0) * len as u128) >> 64) as usize
+    }
+
+    pub fn any() -> BoxedStrategy<Pick> {
+        any::<u64>().prop_map(Pick).boxed()
+    }
 }
 
 /// Turns drawn trees into arguments.

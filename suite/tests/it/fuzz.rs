@@ -123,7 +123,7 @@ fn fuzz_repeats_its_findings_with_the_same_seed() {
         "--seed",
         "11",
         "--budget",
-        "200calls",
+        "300calls",
         "--defect",
         "limit-unchecked",
         "--defect",
@@ -208,7 +208,9 @@ fn fuzz_profile(control: bool) -> (u8, Value) {
             "--seed",
             "7",
             "--budget",
-            "200calls",
+            // The sequences and the unknown-tool probe come before the mutations: 300 calls
+            // reach `idempotency_key` missing.
+            "300calls",
             // PAG-2 is ext: counted at the full level only.
             "--level",
             "full",
@@ -340,4 +342,140 @@ fn fuzz_stops_at_a_time_budget_and_prints_no_token() {
     );
     assert!(text.contains("[PAG-2]") && text.contains("seed 5 (--seed 5 reproduces this run)"), "{text}");
     assert!(text.contains("$TOKEN") && !text.contains("dev-token-"), "{text}");
+}
+
+/// Another embedded run in this process: a clean run removes the process's one server log,
+/// which the next one checks for (`embedded::finish_log`); put it back.
+fn keep_log() {
+    let log = std::env::temp_dir().join(format!("chataigne-embedded-{}.log", std::process::id()));
+    let _ = std::fs::OpenOptions::new().create(true).append(true).open(&log);
+}
+
+fn run(args: &[&str]) -> u8 {
+    keep_log();
+    let mut all = vec!["chataigne-conformance"];
+    all.extend_from_slice(args);
+    let outcome = chataigne_conformance::cli::execute_args(all, std::io::sink());
+    assert!(outcome.code < 2 || args.first() == Some(&"replay"), "{args:?}: {:?}", outcome.error);
+    outcome.code
+}
+
+#[test]
+fn a_findings_transcript_replays_against_its_defect_and_passes_on_the_clean_server() {
+    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-out-{}", std::process::id()));
+    let out = dir.to_str().unwrap();
+    let code = run(&[
+        "fuzz",
+        "--embedded",
+        "--defect",
+        "cursor-unsigned",
+        "--seed",
+        "7",
+        "--budget",
+        "300calls",
+        "--out",
+        out,
+    ]);
+    assert_eq!(code, 1);
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let transcript = files
+        .iter()
+        .find(|p| p.file_name().unwrap().to_str().unwrap().ends_with("PAG-5.json"))
+        .unwrap_or_else(|| panic!("no PAG-5 transcript in {files:?}"));
+    let text = std::fs::read_to_string(transcript).unwrap();
+    assert!(!text.contains("dev-token-"), "a token in the transcript");
+    let t: Value = serde_json::from_str(&text).unwrap();
+    let calls = t["calls"].as_array().unwrap();
+    assert!(!calls.is_empty() && calls.len() <= 5, "{t:#}");
+    assert!(calls.iter().all(|c| c["persona"] == "owner"
+        && c["request"]["method"] == "tools/call"
+        && c["response"].is_object()));
+    let feature = std::fs::read_to_string(transcript.with_extension("feature")).unwrap();
+    assert!(feature.contains("@PAG-5") && feature.contains("Given the persona \"owner\""), "{feature}");
+    let file = transcript.to_str().unwrap();
+    assert_eq!(
+        run(&["replay", file, "--embedded", "--defect", "cursor-unsigned"]),
+        1,
+        "the finding reproduces"
+    );
+    assert_eq!(run(&["replay", file, "--embedded"]), 0, "the clean server passes");
+    assert_eq!(run(&["replay", "/nonexistent/finding.json", "--embedded"]), 2, "no transcript");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_fuzz_junit_report_is_well_formed_with_a_failure_per_finding() {
+    let dir = std::env::temp_dir().join(format!("chataigne-fuzz-junit-{}", std::process::id()));
+    let junit = dir.join("fuzz.xml");
+    let report = dir.join("fuzz.json");
+    let code = run(&[
+        "fuzz",
+        "--embedded",
+        "--defect",
+        "error-echoes-arguments",
+        "--seed",
+        "7",
+        "--budget",
+        "200calls",
+        // ENV-6 is ext: counted at the full level.
+        "--level",
+        "full",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--report-json",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(!xml.contains("dev-token-"), "a token in the JUnit report");
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let (mut cases, mut failures, mut classes) = (0, 0, Vec::new());
+    loop {
+        match reader.read_event().unwrap_or_else(|e| panic!("not well-formed: {e}\n{xml}")) {
+            quick_xml::events::Event::Eof => break,
+            quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e) => {
+                let attr = |name: &[u8]| {
+                    e.attributes()
+                        .map(|a| a.unwrap())
+                        .find(|a| a.key.as_ref() == name)
+                        .map(|a| String::from_utf8(a.value.to_vec()).unwrap())
+                };
+                match e.name().as_ref() {
+                    b"testcase" => {
+                        cases += 1;
+                        classes.push(attr(b"classname").unwrap());
+                    }
+                    b"failure" => {
+                        failures += 1;
+                        assert!(attr(b"message").is_some_and(|m| !m.is_empty()));
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(failures, findings(&report).len(), "{xml}");
+    assert!(failures > 0);
+    assert!(cases > failures, "a passing testcase for each clause without a finding: {xml}");
+    assert!(classes.iter().any(|c| c == "ENV-6") && classes.iter().any(|c| c == "PAG-1"), "{classes:?}");
+    assert!(xml.contains("request_id: ") && xml.contains("difference: "), "{xml}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_persona_the_access_tables_refuse_is_a_finding_under_its_auth_clause() {
+    keep_log();
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", "scopes-ignored"]);
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "AUTH-3");
+    assert!(found.iter().any(|f| f["persona"] != "owner"), "{report:#}");
+    keep_log();
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", "existence-oracle"]);
+    assert_eq!(code, 1);
+    let leaks = of_clause(&report, "AUTH-4");
+    // The foreign record's call, then the nonexistent one's: two calls.
+    assert!(leaks.iter().any(|f| f["steps_before"].as_array().is_some_and(|s| s.len() == 1)), "{report:#}");
 }
