@@ -199,6 +199,8 @@ pub enum Expect {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoundRow {
     pub tool: ToolName,
+    /// The member the row changes.
+    pub argument: String,
     pub edge: String,
     pub args: Value,
     pub expect: Expect,
@@ -229,7 +231,7 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                         None => map.remove(field),
                     };
                 }
-                rows.push(BoundRow { tool, edge, args, expect, clause });
+                rows.push(BoundRow { tool, argument: field.to_owned(), edge, args, expect, clause });
             };
             let read = !tool.kind().is_write();
             match target.mutation {

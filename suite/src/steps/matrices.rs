@@ -271,7 +271,8 @@ async fn forward_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 }
 
 /// Every bound of every tool's input schema filed under `clause` (`matrices::bound_rows`): past
-/// it, refused for the arguments (a validation error, or MCP's -32602); on it, for reads, served.
+/// it, refused for the arguments (a validation error, or MCP's -32602; for an ID, an access
+/// refusal too); on it, for reads, served.
 #[then(regex = r"^every input bound filed under ([A-Z]+-[0-9]+) is refused past it and served on it$")]
 async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Result<()> {
     let rows: Vec<_> = matrices::bound_rows(w.dataset()).into_iter().filter(|r| r.clause == clause).collect();
@@ -294,8 +295,13 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
             .and_then(Value::as_str);
         let invalid_params =
             ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602);
+        // A broken ID is also what the access checks look up: a server that checks access before
+        // the input schema (AUTH-8's order is the reference's choice) refuses it as forbidden or
+        // not found, which refuses it all the same.
+        let access_refusal =
+            row.argument.ends_with("_id") && matches!(category, Some("authorization" | "not_found"));
         let held = match row.expect {
-            matrices::Expect::Refused => category == Some("validation") || invalid_params,
+            matrices::Expect::Refused => category == Some("validation") || invalid_params || access_refusal,
             matrices::Expect::Served => outcome(w) == "success",
         };
         // The seed names no code for these refusals; the reference's is MCP_INVALID_ARGUMENTS.
