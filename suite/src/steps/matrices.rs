@@ -61,6 +61,13 @@ fn error_code(w: &ConformanceWorld) -> Option<String> {
     }
 }
 
+/// The last call's tool error category, if it was a tool error.
+fn error_category(w: &ConformanceWorld) -> Option<String> {
+    let ex = w.last().ok()?;
+    let category = ex.structured().filter(|_| ex.is_error())?.pointer("/data/error/category")?;
+    category.as_str().map(str::to_owned)
+}
+
 /// A call that a rate window left full by another scenario (LIM-2 exhausts a persona's window of
 /// one tool) refuses is sent again once the window has room, as any client would: the matrix
 /// judges access, not the rate limit. It waits what `retry_after_ms` says (plus a little: windows
@@ -287,12 +294,9 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
             w.dirty = true;
         }
         call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
+        let category = error_category(w);
+        let category = category.as_deref();
         let ex = w.last()?;
-        let category = ex
-            .structured()
-            .filter(|_| ex.is_error())
-            .and_then(|s| s.pointer("/data/error/category"))
-            .and_then(Value::as_str);
         let invalid_params =
             ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602);
         // A broken ID is also what the access checks look up: a server that checks access before
@@ -351,13 +355,8 @@ async fn allowed_state_changes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         w.use_persona(&row.persona)?;
         w.dirty = true;
         call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
-        let ex = w.last()?;
-        let category = ex
-            .structured()
-            .filter(|_| ex.is_error())
-            .and_then(|s| s.pointer("/data/error/category"))
-            .and_then(Value::as_str);
-        if category != Some("conflict") {
+        let category = error_category(w);
+        if category.as_deref() != Some("conflict") {
             misses.add(
                 w,
                 format!(
