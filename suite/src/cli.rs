@@ -119,6 +119,10 @@ pub struct FuzzArgs {
     /// one per finding with its request, response, request_id and difference
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write the run as one self-contained HTML page: the verdict, every clause judged, each
+    /// finding folded with its calls, request, response, request_id and curl lines
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Write each finding in DIR: `finding-NN-CLAUSE.json`, the JSON-RPC transcript of its calls
     /// (persona names, never tokens) that `replay` runs again, and `finding-NN-CLAUSE.feature`,
     /// a scenario of the suite's steps to paste into features/
@@ -256,17 +260,7 @@ fn tidy_junit(path: &Path) -> anyhow::Result<()> {
 
 /// A JUnit document of one test case whose `kind` is `error` or `failure`, carrying `message`.
 fn junit_single(name: &str, kind: &str, message: &str) -> String {
-    let escaped: String = message
-        .chars()
-        .map(|c| match c {
-            '&' => "&amp;".to_owned(),
-            '<' => "&lt;".to_owned(),
-            '>' => "&gt;".to_owned(),
-            '"' => "&quot;".to_owned(),
-            c if c.is_control() => " ".to_owned(),
-            c => c.to_string(),
-        })
-        .collect();
+    let escaped = crate::text::escape_markup(message, crate::text::Markup::Xml);
     let (errors, failures) = if kind == "error" { (1, 0) } else { (0, 1) };
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"chataigne-conformance\" tests=\"1\" failures=\"{failures}\" errors=\"{errors}\">\n  <testsuite name=\"preflight\" tests=\"1\" failures=\"{failures}\" errors=\"{errors}\">\n    <testcase classname=\"preflight\" name=\"{name}\">\n      <{kind} message=\"{escaped}\">{escaped}</{kind}>\n    </testcase>\n  </testsuite>\n</testsuites>\n"
@@ -386,7 +380,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
 
 /// `fuzz`: exit 0 without a finding, 1 with findings; `Err` is exit code 2.
 fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Outcome> {
-    for path in [&args.report_json, &args.junit].into_iter().flatten() {
+    for path in [&args.report_json, &args.junit, &args.html].into_iter().flatten() {
         create_parent(path)?;
     }
     let target = RunArgs {
@@ -429,10 +423,13 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
             );
         }
     }
+    if let Some(path) = &args.html {
+        std::fs::write(path, crate::fuzz::html::render(&report, level))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     // As in a run: an ext clause is required at the full level only.
-    let ext = |clause: &str| chataigne_contract::clauses::find(clause).is_some_and(|c| c.ext);
     let (counted, differences): (Vec<_>, Vec<_>) =
-        report.findings.iter().partition(|f| level == profile::Level::Full || !ext(f.clause));
+        report.findings.iter().partition(|f| crate::fuzz::html::counts(f, level));
     if !differences.is_empty() {
         let mut clauses: Vec<&str> = differences.iter().map(|f| f.clause).collect();
         clauses.dedup();

@@ -75,35 +75,7 @@ pub fn render(report: &FuzzReport) -> String {
     )
 }
 
-/// Text safe in an XML attribute or element: the five markup characters escaped, and the
-/// characters XML 1.0 cannot hold at all (most controls) replaced by U+FFFD.
+/// Text safe in an XML attribute or element.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Newlines and tabs in an attribute would be normalized to spaces by a reader.
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' => out.push_str("&#9;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping_leaves_no_markup_and_no_forbidden_character() {
-        let got = escape("a<b>&\"c'\u{1}\u{7}d\ne\u{FFFF}");
-        assert_eq!(got, "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}\u{FFFD}d&#10;e\u{FFFD}");
-    }
+    crate::text::escape_markup(text, crate::text::Markup::Xml)
 }

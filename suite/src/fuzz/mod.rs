@@ -11,6 +11,7 @@
 pub mod access;
 pub mod budget;
 pub mod caller;
+pub mod html;
 pub mod ids;
 pub mod junit;
 pub mod oracle;

@@ -12,22 +12,8 @@ use super::render::{failed_scenarios, verdict_lines};
 use super::{ClauseResult, LEVELS, Level, Report, ScenarioResult, Status};
 
 /// Text for HTML, in element content and in quoted attributes alike.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\r' => {}
-            // Control characters other than line breaks and tabs mean nothing on a page.
-            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+pub(crate) fn esc(text: &str) -> String {
+    crate::text::escape_markup(text, crate::text::Markup::Html)
 }
 
 fn class(status: Status) -> &'static str {
@@ -41,7 +27,7 @@ fn class(status: Status) -> &'static str {
 }
 
 /// A verdict as a badge: a symbol and a word, so colour is never the only sign.
-fn badge(status: Status) -> String {
+pub(crate) fn badge(status: Status) -> String {
     let symbol = match status {
         Status::Passed => "✓",
         Status::Failed => "✗",
@@ -128,7 +114,7 @@ footer { color: var(--muted); font-size: 12.5px; margin-top: 36px; }
 "#;
 
 /// The page around `body`.
-fn page(title: &str, body: &str) -> String {
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
@@ -460,7 +446,7 @@ fn message(text: &str) -> String {
 }
 
 /// A body line that is JSON, indented for reading; anything else (headers, cut bodies) as is.
-fn pretty_json(line: &str) -> String {
+pub(crate) fn pretty_json(line: &str) -> String {
     let trimmed = line.trim_start();
     if (trimmed.starts_with('{') || trimmed.starts_with('['))
         && let Ok(value) = serde_json::from_str::<serde_json::Value>(trimmed)

@@ -12,7 +12,7 @@
 //! which clauses the exit status requires.
 
 mod collector;
-mod html;
+pub(crate) mod html;
 mod render;
 
 use chataigne_contract::clauses::CLAUSES;

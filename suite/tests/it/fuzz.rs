@@ -405,9 +405,10 @@ fn a_findings_transcript_replays_against_its_defect_and_passes_on_the_clean_serv
 }
 
 #[test]
-fn the_fuzz_junit_report_is_well_formed_with_a_failure_per_finding() {
+fn the_fuzz_junit_and_html_reports_hold_a_failure_per_finding() {
     let dir = std::env::temp_dir().join(format!("chataigne-fuzz-junit-{}", std::process::id()));
     let junit = dir.join("fuzz.xml");
+    let html = dir.join("fuzz.html");
     let report = dir.join("fuzz.json");
     let code = run(&[
         "fuzz",
@@ -423,6 +424,8 @@ fn the_fuzz_junit_report_is_well_formed_with_a_failure_per_finding() {
         "full",
         "--junit",
         junit.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
         "--report-json",
         report.to_str().unwrap(),
     ]);
@@ -462,6 +465,12 @@ fn the_fuzz_junit_report_is_well_formed_with_a_failure_per_finding() {
     assert!(cases > failures, "a passing testcase for each clause without a finding: {xml}");
     assert!(classes.iter().any(|c| c == "ENV-6") && classes.iter().any(|c| c == "PAG-1"), "{classes:?}");
     assert!(xml.contains("request_id: ") && xml.contains("difference: "), "{xml}");
+    // The page: one folded finding per finding, each anchored from its clause's row.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(!page.contains("dev-token-"), "a token in the HTML report");
+    assert_eq!(page.matches("<details class=\"failure\"").count(), findings(&report).len(), "{page}");
+    assert!(page.contains("<tr class=\"failed\"><td class=\"id\">ENV-6</td>"), "{page}");
+    assert!(page.contains("href=\"#finding-1\"") && page.contains("id=\"finding-1\""), "{page}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
