@@ -24,11 +24,7 @@ pub fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
-    // `str::floor_char_boundary` once the MSRV (1.90) reaches 1.91.
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = text.floor_char_boundary(max);
     format!("{}… ({} more bytes)", &text[..end], text.len() - end)
 }
 

@@ -99,10 +99,7 @@ impl Proxy {
                 let id = call.arg_str("transcript_id").unwrap_or_default();
                 if let Some(mut transcript) = self.data.transcripts.get(&id).cloned() {
                     let text = transcript["text"].as_str().unwrap_or_default();
-                    let mut end = text.len().min(100_000);
-                    while !text.is_char_boundary(end) {
-                        end -= 1;
-                    }
+                    let end = text.floor_char_boundary(100_000);
                     transcript["text"] = json!(text[..end].to_owned());
                     let mut meta = fresh_meta();
                     meta.insert("truncated".into(), json!(true));

@@ -12,14 +12,8 @@ const SNIPPET_BYTES: usize = 160;
 
 /// Text around the first match, cut on character boundaries.
 fn snippet(text: &str, at: usize) -> String {
-    let mut lo = at.saturating_sub(SNIPPET_BYTES / 2);
-    while !text.is_char_boundary(lo) {
-        lo -= 1;
-    }
-    let mut hi = (lo + SNIPPET_BYTES).min(text.len());
-    while !text.is_char_boundary(hi) {
-        hi -= 1;
-    }
+    let lo = text.floor_char_boundary(at.saturating_sub(SNIPPET_BYTES / 2));
+    let hi = text.floor_char_boundary(lo + SNIPPET_BYTES);
     text[lo..hi].to_owned()
 }
 

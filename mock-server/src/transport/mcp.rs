@@ -307,11 +307,7 @@ fn error_parts(request_id: &str, error: ToolError) -> (Value, String, bool) {
 /// Cut a text to at most `max` bytes on a character boundary.
 fn cut(mut text: String, max: usize) -> String {
     if text.len() > max {
-        let mut end = max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+        text.truncate(text.floor_char_boundary(max));
     }
     text
 }

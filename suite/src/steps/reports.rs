@@ -154,10 +154,7 @@ struct Needle<'a> {
 /// A window of `text` around `needle`, for the failure message.
 fn around(text: &str, needle: &str) -> String {
     let at = text.find(needle).unwrap_or_default();
-    let mut start = at.saturating_sub(120);
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
+    let start = text.floor_char_boundary(at.saturating_sub(120));
     let shown = crate::client::cut(&text[start..], 120 + needle.len() + 120);
     format!("…{}…", shown.replace(['\n', '\r'], " "))
 }
