@@ -252,14 +252,30 @@ impl App {
     }
 }
 
-/// `--public-url` checked: an absolute http(s) URL without query or fragment, trailing `/` cut.
-pub fn canonical_base(url: &str) -> anyhow::Result<String> {
-    let base = url.trim().trim_end_matches('/');
-    let rest = base.strip_prefix("http://").or_else(|| base.strip_prefix("https://"));
-    let host = rest.map(|r| r.split('/').next().unwrap_or_default()).unwrap_or_default();
-    let plain = |c: char| !c.is_whitespace() && !c.is_control() && !matches!(c, '?' | '#' | '"' | '\\');
-    if host.is_empty() || host.contains('@') || !base.chars().all(plain) {
-        anyhow::bail!("--public-url must be an absolute http(s) URL without query or fragment: {url:?}");
+/// `--public-url` checked: an absolute http(s) URL with a host, without user info, query or
+/// fragment; in its normal form (`url`: host lower-cased, default port dropped), trailing `/` cut.
+pub fn canonical_base(text: &str) -> anyhow::Result<String> {
+    let bad = || {
+        anyhow::anyhow!("--public-url must be an absolute http(s) URL without query or fragment: {text:?}")
+    };
+    let raw = text.trim();
+    // The URL standard forgives what a person most likely mistyped (`https:///x` names host
+    // `x`, blanks and backslashes are dropped or turned around): refused here instead.
+    let authority = raw.split_once("://").map(|(_, rest)| rest);
+    if authority.is_none_or(|a| a.starts_with('/'))
+        || raw.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '\\'))
+    {
+        return Err(bad());
     }
-    Ok(base.to_owned())
+    let url = url::Url::parse(raw).map_err(|_| bad())?;
+    let plain = matches!(url.scheme(), "http" | "https")
+        && url.host().is_some()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none();
+    if !plain {
+        return Err(bad());
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
 }

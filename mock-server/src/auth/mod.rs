@@ -7,6 +7,17 @@ use std::collections::HashMap;
 use chataigne_contract::dataset::Dataset;
 use serde::Serialize;
 
+/// Whether a URL's host is this machine: `localhost` or a loopback address. What an `Origin`
+/// may name without `--allowed-origin`, and an `http` redirect URI must name (RFC 8252 §7.3).
+pub fn is_loopback(host: Option<url::Host<&str>>) -> bool {
+    match host {
+        Some(url::Host::Domain(name)) => name == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// A persona's static development token is this prefix plus the persona's name.
 pub const DEV_TOKEN_PREFIX: &str = "dev-token-";
 

@@ -480,27 +480,16 @@ fn redirect_uri_ok(uri: &str) -> bool {
     if uri.contains('#') || uri.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return false;
     }
-    let Some((scheme, rest)) = uri.split_once(':') else { return false };
-    let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    if !scheme_ok || rest.is_empty() {
-        return false;
-    }
-    let host = || {
-        let authority = rest.strip_prefix("//")?;
-        let authority = &authority[..authority.find(['/', '?']).unwrap_or(authority.len())];
-        let parsed = authority.parse::<http::uri::Authority>().ok().filter(|_| !authority.contains('@'))?;
-        let port = &authority[parsed.host().len()..];
-        let port_ok =
-            port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
-        Some(parsed.host().trim_matches(['[', ']']).to_ascii_lowercase()).filter(|h| port_ok && !h.is_empty())
-    };
-    match scheme.to_ascii_lowercase().as_str() {
-        "https" => host().is_some(),
-        "http" => {
-            host().is_some_and(|h| h == "localhost" || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback()))
-        }
-        private => private.contains('.'),
+    let Ok(url) = url::Url::parse(uri) else { return false };
+    // The URL standard reads `https:///cb` as host `cb` and `http:` as a URL: the raw text must
+    // name its authority itself.
+    let authority = || uri.split_once("://").is_some_and(|(_, rest)| !rest.starts_with('/'));
+    let plain = url.username().is_empty() && url.password().is_none();
+    match url.scheme() {
+        "https" => plain && authority() && url.host().is_some(),
+        "http" => plain && authority() && crate::auth::is_loopback(url.host()),
+        // Reverse-domain form, with something after the colon.
+        private => private.contains('.') && uri.len() > private.len() + 1,
     }
 }
 

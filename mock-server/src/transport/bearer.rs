@@ -66,6 +66,13 @@ mod tests {
         assert!(crate::app::canonical_base("ftp://x").is_err());
         assert!(crate::app::canonical_base("http://x/?q").is_err());
         assert!(crate::app::canonical_base("https://").is_err());
+        assert!(crate::app::canonical_base("https:///x").is_err());
+        assert!(crate::app::canonical_base("https://user@x").is_err());
+        assert!(crate::app::canonical_base("https://x/a b").is_err());
+        assert_eq!(
+            crate::app::canonical_base("HTTPS://Mcp.Example.COM:443/base/").unwrap(),
+            "https://mcp.example.com/base"
+        );
         assert_eq!(
             crate::app::canonical_base("https://mcp.example.com/base/").unwrap(),
             "https://mcp.example.com/base"

@@ -155,14 +155,19 @@ pub(crate) fn origin_allowed(app: &App, origin: &HeaderValue) -> bool {
     app.defects.origin_unchecked() || origin_ok(origin, &app.config.allowed_origins)
 }
 
-/// A loopback origin or one of `--allowed-origin`s.
+/// A loopback origin or one of `--allowed-origin`s (compared as origins: scheme, host and port,
+/// RFC 6454, so `HTTP://App.example:80` is `http://app.example`).
 fn origin_ok(origin: &HeaderValue, allowed: &[String]) -> bool {
-    let Ok(origin) = origin.to_str() else { return false };
-    let host = origin.split_once("://").map_or("", |(_, rest)| rest);
-    let host = host
-        .rsplit_once(':')
-        .map_or(host, |(h, port)| if port.bytes().all(|b| b.is_ascii_digit()) { h } else { host });
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]") || allowed.iter().any(|o| o == origin)
+    let Some(origin) = parse_origin(origin.as_bytes()) else { return false };
+    crate::auth::is_loopback(origin.host())
+        || allowed.iter().any(|o| parse_origin(o.as_bytes()).is_some_and(|o| o.origin() == origin.origin()))
+}
+
+/// An `Origin` header's value as a URL: http(s), a host, nothing else. `null` (a sandboxed or
+/// file page) and anything unreadable are no origin at all.
+fn parse_origin(value: &[u8]) -> Option<url::Url> {
+    let url = url::Url::parse(std::str::from_utf8(value).ok()?).ok()?;
+    (matches!(url.scheme(), "http" | "https") && url.host().is_some()).then_some(url)
 }
 
 /// DNS-rebinding protection (PROTO-5) in front of every route but `/mcp`, whose gate checks the
@@ -182,8 +187,7 @@ pub async fn rebinding_guard(State(app): State<Arc<App>>, request: Request, next
     }
     if let Some(origin) = request.headers().get(header::ORIGIN)
         && !origin_ok(origin, &app.config.allowed_origins)
-        && !own_origin(&app.public_url)
-            .is_some_and(|own| origin.as_bytes().eq_ignore_ascii_case(own.as_bytes()))
+        && !own_origin(origin, &app.public_url)
     {
         return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();
     }
@@ -205,11 +209,10 @@ fn host_ok(host: &HeaderValue, allowed: &[String]) -> bool {
     })
 }
 
-/// `scheme://host[:port]` of the canonical URL: what a browser sends as `Origin` for its pages.
-fn own_origin(public_url: &str) -> Option<&str> {
-    let (scheme, rest) = public_url.split_once("://")?;
-    let end = scheme.len() + 3 + rest.find('/').unwrap_or(rest.len());
-    Some(&public_url[..end])
+/// Whether `origin` is the canonical URL's own: what a browser sends for the server's pages.
+fn own_origin(origin: &HeaderValue, public_url: &str) -> bool {
+    let own = url::Url::parse(public_url).map(|u| u.origin());
+    parse_origin(origin.as_bytes()).is_some_and(|o| own.is_ok_and(|own| o.origin() == own))
 }
 
 /// RFC 9728 protected resource metadata, from the canonical URL whatever the `Host`.
@@ -231,5 +234,51 @@ async fn control_advert(State(app): State<Arc<App>>) -> Response {
         axum::Json(json!({ "control_api": "/control" })).into_response()
     } else {
         StatusCode::NOT_FOUND.into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_is_loopback_allowed_or_refused() {
+        let allowed = vec!["https://app.example.com".to_owned()];
+        let ok = |o: &str| origin_ok(&HeaderValue::from_str(o).unwrap(), &allowed);
+        for yes in [
+            "http://localhost",
+            "http://localhost:6274",
+            "https://127.0.0.1:8443",
+            "http://[::1]:9",
+            "HTTP://LocalHost",
+            "https://app.example.com",
+            "https://APP.example.com:443",
+        ] {
+            assert!(ok(yes), "{yes}");
+        }
+        for no in [
+            "null",
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.evil.example",
+            "http://localhost:port",
+            "localhost",
+            "http://app.example.com",
+            "https://app.example.com:8443",
+            "file:///etc",
+            "chrome-extension://localhost",
+        ] {
+            assert!(!ok(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_server_s_own_origin_is_its_canonical_url_s() {
+        let own = |o: &str| own_origin(&HeaderValue::from_str(o).unwrap(), "https://mcp.example.com/base");
+        assert!(own("https://mcp.example.com"));
+        assert!(own("https://MCP.example.com:443"));
+        assert!(!own("http://mcp.example.com"));
+        assert!(!own("https://mcp.example.com.evil"));
+        assert!(!own("null"));
     }
 }
