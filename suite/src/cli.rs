@@ -70,6 +70,24 @@ pub enum Command {
     Replay(ReplayArgs),
 }
 
+/// The reference server, started in-process, and what to switch on in it: `run`, `fuzz` and
+/// `replay` alike.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Reference {
+    /// Use the reference server, started in-process, instead of a profile's server
+    #[arg(long, conflicts_with = "profile")]
+    pub embedded: bool,
+    /// With --embedded: switch on one of the reference server's deliberate defects
+    /// (`chataigne-mock defects` lists them), to see how a failure is reported; repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub defect: Vec<String>,
+    /// With --embedded: switch on one of the reference server's allowed variants (`chataigne-mock
+    /// variants` lists them: readings the seed allows that the reference does not pick; none
+    /// fails the seed level nor is a fuzz finding); repeatable
+    #[arg(long, value_name = "NAME", requires = "embedded")]
+    pub variant: Vec<String>,
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReplayArgs {
     /// The transcript: a `finding-NN-CLAUSE.json` of `fuzz --out`
@@ -77,15 +95,8 @@ pub struct ReplayArgs {
     /// The profile of the server to replay against
     #[arg(long, value_name = "FILE", conflicts_with = "embedded", required_unless_present = "embedded")]
     pub profile: Option<PathBuf>,
-    /// Replay against the reference server, started in-process
-    #[arg(long)]
-    pub embedded: bool,
-    /// With --embedded: switch on one of the reference server's deliberate defects; repeatable
-    #[arg(long, value_name = "NAME", requires = "embedded")]
-    pub defect: Vec<String>,
-    /// With --embedded: switch on one of the reference server's allowed variants; repeatable
-    #[arg(long, value_name = "NAME", requires = "embedded")]
-    pub variant: Vec<String>,
+    #[command(flatten)]
+    pub reference: Reference,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -94,16 +105,9 @@ pub struct FuzzArgs {
     /// control API, whose reset then runs before and after
     #[arg(long, value_name = "FILE", conflicts_with = "embedded", required_unless_present = "embedded")]
     pub profile: Option<PathBuf>,
-    /// Fuzz the reference server, started in-process (writes included: its state is thrown away)
-    #[arg(long)]
-    pub embedded: bool,
-    /// With --embedded: switch on one of the reference server's deliberate defects; repeatable
-    #[arg(long, value_name = "NAME", requires = "embedded")]
-    pub defect: Vec<String>,
-    /// With --embedded: switch on one of the reference server's allowed variants (readings the
-    /// seed allows): none is a finding; repeatable
-    #[arg(long, value_name = "NAME", requires = "embedded")]
-    pub variant: Vec<String>,
+    /// The reference server in-process instead (writes are fuzzed: its state is thrown away)
+    #[command(flatten)]
+    pub reference: Reference,
     /// The seed of every generated case: the same seed against the same server makes the same
     /// calls and the same findings [default: drawn, and printed]
     #[arg(long, value_name = "N")]
@@ -159,18 +163,8 @@ pub struct RunArgs {
     /// each failure with its request, response and request_id
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// Run against the reference server, started in-process
-    #[arg(long, conflicts_with = "profile")]
-    pub embedded: bool,
-    /// With --embedded: switch on one of the reference server's deliberate defects
-    /// (`chataigne-mock defects` lists them), to see how a failure is reported; repeatable
-    #[arg(long, value_name = "NAME", requires = "embedded")]
-    pub defect: Vec<String>,
-    /// With --embedded: switch on one of the reference server's allowed variants (`chataigne-mock
-    /// variants` lists them: readings the seed allows that the reference does not pick), to see
-    /// the seed level certify it and the full level tell the difference; repeatable
-    #[arg(long, value_name = "NAME", requires = "embedded")]
-    pub variant: Vec<String>,
+    #[command(flatten)]
+    pub reference: Reference,
     /// Fail unless every clause the level requires passed (skipped and not run count as
     /// failures)
     #[arg(long)]
@@ -313,7 +307,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     }
     let source = FeatureSource::choose(args.features.as_deref());
 
-    let (_server, mut profile) = target_profile(&args)?;
+    let (_server, mut profile) = target_profile(args.profile.as_deref(), &args.reference)?;
     if let Some(endpoint) = &args.endpoint {
         profile.endpoint = Some(endpoint.clone());
         profile.stdio_command = None;
@@ -328,7 +322,7 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     let options = RunOptions { require_all: args.require_all, run_anyway: args.run_anyway };
     let result = run_profile(profile, options, source, opts, Outputs { console, junit, cucumber_json });
     #[cfg(feature = "embedded")]
-    if args.embedded {
+    if args.reference.embedded {
         let passed = matches!(&result, Ok(r) if r.exit_code(args.require_all) == 0);
         crate::embedded::finish_log(!passed);
     }
@@ -383,24 +377,17 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
     for path in [&args.report_json, &args.junit, &args.html].into_iter().flatten() {
         create_parent(path)?;
     }
-    let target = RunArgs {
-        profile: args.profile.clone(),
-        embedded: args.embedded,
-        defect: args.defect.clone(),
-        variant: args.variant.clone(),
-        ..RunArgs::default()
-    };
-    let (_server, profile) = target_profile(&target)?;
+    let (_server, profile) = target_profile(args.profile.as_deref(), &args.reference)?;
     let level = args.level.unwrap_or(profile.level);
     // A seed of the clock when none is given: printed, so the run can be repeated.
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
-    let settings = crate::fuzz::Settings { seed, budget: args.budget, disposable: args.embedded };
+    let settings = crate::fuzz::Settings { seed, budget: args.budget, disposable: args.reference.embedded };
     let id_map = profile.id_map();
     let result = crate::fuzz::run(profile, &settings, &mut console);
     #[cfg(feature = "embedded")]
-    if args.embedded {
+    if args.reference.embedded {
         crate::embedded::finish_log(!matches!(&result, Ok(r) if r.findings.is_empty()));
     }
     let report = result?;
@@ -450,15 +437,8 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
 fn replay<Out: io::Write>(args: &ReplayArgs, mut console: Out) -> anyhow::Result<Outcome> {
     use crate::fuzz::replay::Verdict;
     let transcript = crate::fuzz::transcript::Transcript::load(&args.file)?;
-    let target = RunArgs {
-        profile: args.profile.clone(),
-        embedded: args.embedded,
-        defect: args.defect.clone(),
-        variant: args.variant.clone(),
-        ..RunArgs::default()
-    };
-    let (_server, profile) = target_profile(&target)?;
-    let verdict = crate::fuzz::replay::run(&transcript, profile, args.embedded, &mut console)?;
+    let (_server, profile) = target_profile(args.profile.as_deref(), &args.reference)?;
+    let verdict = crate::fuzz::replay::run(&transcript, profile, args.reference.embedded, &mut console)?;
     let code = match &verdict {
         Verdict::Reproduced(detail) => {
             let _ = writeln!(console, "reproduced [{}] {detail}", transcript.clause);
@@ -481,7 +461,7 @@ fn replay<Out: io::Write>(args: &ReplayArgs, mut console: Out) -> anyhow::Result
         }
     };
     #[cfg(feature = "embedded")]
-    if args.embedded {
+    if args.reference.embedded {
         crate::embedded::finish_log(code != 0);
     }
     Ok(Outcome { code, error: None, report: None })
@@ -495,7 +475,7 @@ type Server = Option<()>;
 
 /// The profile `--embedded` (with its `--defect`s and `--variant`s) or `--profile` names, and
 /// the embedded server to keep alive while it is used.
-fn target_profile(args: &RunArgs) -> anyhow::Result<(Server, Profile)> {
+fn target_profile(profile: Option<&Path>, args: &Reference) -> anyhow::Result<(Server, Profile)> {
     if args.embedded {
         #[cfg(feature = "embedded")]
         {
@@ -523,7 +503,7 @@ fn target_profile(args: &RunArgs) -> anyhow::Result<(Server, Profile)> {
         #[cfg(not(feature = "embedded"))]
         bail!("--embedded: this build has no reference server (built without the `embedded` feature)")
     }
-    let Some(path) = &args.profile else {
+    let Some(path) = profile else {
         bail!("give --profile FILE (write one with `chataigne-conformance init FILE`) or --embedded");
     };
     Ok((None, Profile::load(path)?))
