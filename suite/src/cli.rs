@@ -431,8 +431,10 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
     }
     // As in a run: an ext clause is required at the full level only.
     let ext = |clause: &str| chataigne_contract::clauses::find(clause).is_some_and(|c| c.ext);
-    let (counted, differences): (Vec<_>, Vec<_>) =
-        report.findings.iter().partition(|f| level == profile::Level::Full || !ext(f.clause));
+    let (counted, differences): (Vec<_>, Vec<_>) = report
+        .findings
+        .iter()
+        .partition(|f| level == profile::Level::Full || !(ext(f.clause) || f.choice.is_some()));
     if !differences.is_empty() {
         let mut clauses: Vec<&str> = differences.iter().map(|f| f.clause).collect();
         clauses.dedup();
