@@ -218,14 +218,16 @@ impl<'a> Engine<'a> {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// Valid calls of every tool first, then the sequences, then each mutation, bounds first
+    /// The transport's probes, valid calls of every tool, then the sequences, then each mutation, bounds first
     /// and a mutation already tried on another tool last; again and again until the budget
     /// is spent.
     fn plan(&self) -> Vec<Prop> {
-        let mut props: Vec<Prop> = (0..self.tools.len()).map(Prop::Valid).collect();
+        // The transport's probes first: a few dozen requests, deterministic, and out of reach of
+        // a budget spent shrinking the first tool calls' findings.
+        let mut props = vec![Prop::Transport];
+        props.extend((0..self.tools.len()).map(Prop::Valid));
         props.push(Prop::Cursor);
         props.push(Prop::UnknownTool);
-        props.push(Prop::Transport);
         props.push(Prop::CursorBinding);
         if self.writes {
             props.extend([Prop::Idempotency, Prop::Precondition]);

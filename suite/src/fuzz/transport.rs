@@ -83,7 +83,11 @@ pub fn run(engine: &Engine<'_>, fixed: Option<&str>) -> bool {
 /// One request, counted against the budget.
 fn send<F: std::future::Future<Output = Exchange>>(engine: &Engine<'_>, f: F) -> Exchange {
     engine.caller.meter.borrow_mut().calls += 1;
-    engine.caller.runtime.block_on(f)
+    let ex = engine.caller.runtime.block_on(f);
+    if engine.caller.trace {
+        eprintln!("(transport) {} -> {}", ex.method, ex.summary());
+    }
+    ex
 }
 
 /// A session of the owner (one request): `None` when it cannot be had (nothing to judge).
