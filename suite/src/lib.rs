@@ -31,4 +31,5 @@ pub mod shape;
 pub mod stdio;
 pub mod steps;
 pub mod text;
+pub mod transport_rules;
 pub mod world;

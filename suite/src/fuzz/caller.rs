@@ -28,7 +28,7 @@ pub struct Caller<'a> {
     /// The persona calls are made as unless another is named.
     pub persona: String,
     /// `CHATAIGNE_FUZZ_TRACE` set: every call and its answer's summary on stderr (no token).
-    trace: bool,
+    pub trace: bool,
 }
 
 impl<'a> Caller<'a> {

@@ -11,9 +11,11 @@ use crate::profile::Level;
 use crate::report::Status;
 use crate::report::html::{badge, esc, page, pretty_json};
 
-/// Whether a finding counts at `level`: an ext clause's is a difference below the full level.
+/// Whether a finding counts at `level`: one under an ext clause, or that differs from one of the
+/// reference's choices, is a difference below the full level.
 pub fn counts(finding: &Finding, level: Level) -> bool {
-    level == Level::Full || !chataigne_contract::clauses::find(finding.clause).is_some_and(|c| c.ext)
+    let ext = chataigne_contract::clauses::find(finding.clause).is_some_and(|c| c.ext);
+    level == Level::Full || !(ext || finding.choice.is_some())
 }
 
 pub fn render(report: &FuzzReport, level: Level) -> String {
@@ -131,6 +133,13 @@ fn finding(n: usize, f: &Finding, counted: bool) -> String {
     if let Some(m) = &f.mutation {
         let _ = write!(facts, "<dt>mutation</dt><dd>{}</dd>", esc(m));
     }
+    if let Some(choice) = f.choice {
+        let _ = write!(
+            facts,
+            "<dt>differs from</dt><dd>the reference's choice <code>{}</code></dd>",
+            esc(choice)
+        );
+    }
     let shrunk = if f.shrunk { "shrunk to a minimum" } else { "as found (not shrunk)" };
     let _ = write!(facts, "<dt>arguments</dt><dd>{shrunk}</dd><dt>seed</dt><dd>{}</dd>", f.seed);
     let _ = writeln!(out, "<dl class=\"facts\">{facts}</dl>");
@@ -196,6 +205,7 @@ mod tests {
             shrunk: true,
             seed: 7,
             replay: None,
+            choice: None,
             calls: Vec::new(),
         }
     }

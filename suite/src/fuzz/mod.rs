@@ -21,6 +21,7 @@ pub mod schema;
 pub mod sequences;
 pub mod strategy;
 pub mod transcript;
+pub mod transport;
 
 use std::cell::{Cell, RefCell};
 use std::fmt::Debug;
@@ -73,6 +74,11 @@ pub struct Observed {
     pub before: Vec<Call>,
     /// The case that failed, as `replay` runs it again (set by `run_property`).
     pub replay: Option<Replay>,
+    /// The request is not a tools/call the finding can build again from `tool` and `args` (a
+    /// transport probe): the request is the one the exchange sent, headers and all.
+    pub raw: bool,
+    /// The reference choice the failure is a difference from: counted at the full level only.
+    pub choice: Option<&'static str>,
 }
 
 impl Observed {
@@ -86,6 +92,8 @@ impl Observed {
             ex: ex.clone(),
             before: Vec::new(),
             replay: None,
+            raw: false,
+            choice: None,
         }
     }
 }
@@ -112,6 +120,8 @@ enum Prop {
     CursorBinding,
     /// Valid calls of other personas, judged by the access tables (AUTH-3/4/6).
     Access(access::Group),
+    /// The transport family's probes, each once (`transport`).
+    Transport,
 }
 
 /// Preflight, fuzz, report. `Err`: a configuration error (exit code 2).
@@ -209,11 +219,14 @@ impl<'a> Engine<'a> {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// Valid calls of every tool first, then the sequences, then each mutation, bounds first
+    /// The transport's probes, valid calls of every tool, then the sequences, then each mutation, bounds first
     /// and a mutation already tried on another tool last; again and again until the budget
     /// is spent.
     fn plan(&self) -> Vec<Prop> {
-        let mut props: Vec<Prop> = (0..self.tools.len()).map(Prop::Valid).collect();
+        // The transport's probes first: a few dozen requests, deterministic, and out of reach of
+        // a budget spent shrinking the first tool calls' findings.
+        let mut props = vec![Prop::Transport];
+        props.extend((0..self.tools.len()).map(Prop::Valid));
         props.push(Prop::Cursor);
         props.push(Prop::UnknownTool);
         props.push(Prop::CursorBinding);
@@ -255,6 +268,8 @@ impl<'a> Engine<'a> {
         let keys: Vec<u64> = plan
             .iter()
             .map(|p| match p {
+                // Its probes are not drawn: a key of its own, apart from both counts.
+                Prop::Transport => 2 << 32,
                 Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
                     counts.1 += 1;
                     (1 << 32) + counts.1
@@ -279,7 +294,7 @@ impl<'a> Engine<'a> {
                 let cases = match (prop, round) {
                     (Prop::Valid(_) | Prop::Cursor | Prop::Idempotency | Prop::Precondition, 0) => 2,
                     // Rows of the tables: `access::sweep` takes one of each tool a round.
-                    (Prop::Access(_), _) => 1,
+                    (Prop::Access(_) | Prop::Transport, _) => 1,
                     // Six rows a round, three calls each.
                     (Prop::CursorBinding, _) => 6,
                     // Bounds are where servers go wrong: a second draw before other mutations.
@@ -298,6 +313,11 @@ impl<'a> Engine<'a> {
                     Prop::UnknownTool => sequences::unknown_tool(self, cases, rng, None),
                     Prop::CursorBinding => sequences::cursor_binding(self, cases, round, rng, None),
                     Prop::Access(group) => access::sweep(self, *group, cases, round, rng, None),
+                    // Deterministic: once is all there is to do.
+                    Prop::Transport => {
+                        transport::run(self, None);
+                        true
+                    }
                 };
             }
             if self.caller.meter.borrow().calls == before {

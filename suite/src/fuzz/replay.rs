@@ -11,7 +11,7 @@ use proptest::strategy::{Just, Strategy as _};
 use super::budget::{Budget, Meter};
 use super::caller::Caller;
 use super::transcript::{Replay, Transcript};
-use super::{Engine, PERSONA, access, sequences};
+use super::{Engine, PERSONA, access, sequences, transport};
 use crate::profile::Profile;
 
 /// Calls a replay may make at most: a cursor walk is the longest (20 pages and the tampered one).
@@ -52,7 +52,9 @@ pub fn run(
     if let Some(problem) = &ctx.published.problem {
         bail!("tools/list failed: {problem}");
     }
-    for step in &t.calls {
+    // A transport probe makes its own requests (without a token, for one).
+    let probe = matches!(t.replay, Replay::Transport { .. });
+    for step in t.calls.iter().filter(|_| !probe) {
         if !ctx.profile.tokens.contains_key(&step.persona) {
             bail!(
                 "the profile has no token for persona `{}`, who made a call of this transcript",
@@ -102,6 +104,9 @@ pub fn run(
         }
         Replay::Access(case) => {
             access::sweep(&engine, case.group, 1, 0, rng, Some(case));
+        }
+        Replay::Transport { probe } => {
+            transport::run(&engine, Some(&probe));
         }
     }
     if writes

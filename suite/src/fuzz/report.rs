@@ -21,9 +21,13 @@ pub struct Finding {
     pub arguments: Value,
     /// What the rule says was wrong.
     pub detail: String,
-    /// The mutation the arguments carry, if any.
+    /// The mutation the arguments carry, if any (a transport probe: its name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutation: Option<String>,
+    /// The reference choice this finding is a difference from (`@ext-<choice>`): counted at the
+    /// full level only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choice: Option<&'static str>,
     /// The calls a sequence made before this one, in order: {tool, arguments}.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps_before: Vec<Value>,
@@ -91,6 +95,10 @@ impl Finding {
                 ),
             })
             .collect();
+        let request = if o.raw { raw_request(&o.ex) } else { request };
+        if o.raw {
+            lines = vec![raw_curl(target, &o.ex)];
+        }
         calls.push(Step {
             persona: o.persona.clone(),
             tool: o.tool.clone(),
@@ -105,6 +113,7 @@ impl Finding {
             arguments: o.args,
             detail: mask(&o.fault.detail, secrets),
             mutation: o.mutation,
+            choice: o.choice,
             steps_before: o.before.iter().map(|c| json!({ "tool": c.tool, "arguments": c.args })).collect(),
             reproduction: lines.join("\n"),
             request,
@@ -156,6 +165,7 @@ impl Finding {
             arguments: Value::Null,
             detail: detail.to_owned(),
             mutation: None,
+            choice: None,
             steps_before: Vec::new(),
             reproduction: curl(target, &request),
             request,
@@ -181,6 +191,42 @@ pub fn curl(target: &Target<'_>, request: &Value) -> String {
         quote(target.endpoint),
         quote(&request.to_string())
     )
+}
+
+/// The body a transport probe sent, as JSON; a body too large to keep, by its size.
+fn raw_request(ex: &Exchange) -> Value {
+    let kept = ex.request_bytes <= crate::client::SHOWN_BYTES;
+    match serde_json::from_str::<Value>(&ex.request_body) {
+        Ok(v) if kept => v,
+        _ if kept => Value::String(ex.request_body.clone()),
+        _ => {
+            json!({ "body_bytes": ex.request_bytes, "starts_with": crate::client::cut(&ex.request_body, 120) })
+        }
+    }
+}
+
+/// The request of a transport probe as sent: every header (the token as `$TOKEN`), the body.
+fn raw_curl(target: &Target<'_>, ex: &Exchange) -> String {
+    if target.stdio {
+        return format!("echo '{}' | <the stdio command>", quote(&ex.request_body));
+    }
+    let mut line = format!("curl -sS -X POST '{}'", quote(&ex.url));
+    for (name, value) in &ex.request_headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            line.push_str(&format!(" -H \"{name}: Bearer $TOKEN\""));
+        } else {
+            line.push_str(&format!(" -H '{}: {}'", quote(name), quote(value)));
+        }
+    }
+    if ex.request_bytes <= crate::client::SHOWN_BYTES {
+        line.push_str(&format!(" --data-raw '{}'", quote(&ex.request_body)));
+    } else {
+        line.push_str(&format!(
+            " --data-binary @body.json  # a body of {} bytes: see the scenario",
+            ex.request_bytes
+        ));
+    }
+    line
 }
 
 /// Text safe inside single quotes in a POSIX shell.
@@ -225,6 +271,12 @@ impl FuzzReport {
             }
             if let Some(m) = &f.mutation {
                 let _ = writeln!(console, "  mutation: {m}");
+            }
+            if let Some(c) = f.choice {
+                let _ = writeln!(
+                    console,
+                    "  reference choice: {c} (a difference: counted at the full level only)"
+                );
             }
             let shrunk = if f.shrunk { "shrunk" } else { "as found" };
             for step in &f.steps_before {

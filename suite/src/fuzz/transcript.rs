@@ -19,13 +19,24 @@ use crate::profile::IdMap;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Replay {
-    Call { persona: String, tool: String, case: Case },
+    Call {
+        persona: String,
+        tool: String,
+        case: Case,
+    },
     Cursor(CursorCase),
-    Idempotency { tool: String, case: Case },
+    Idempotency {
+        tool: String,
+        case: Case,
+    },
     Precondition(PreCase),
     Access(AccessCase),
     UnknownTool(UnknownCase),
     CursorBinding(BindingCase),
+    /// A probe of the transport family, by name (`fuzz::transport`).
+    Transport {
+        probe: String,
+    },
 }
 
 /// One call of a finding and the answer received.
@@ -52,6 +63,9 @@ pub struct Transcript {
     pub seed: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mutation: Option<String>,
+    /// The reference choice the finding is a difference from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
     pub replay: Replay,
     pub calls: Vec<Step>,
 }
@@ -65,6 +79,7 @@ impl Transcript {
             detail: f.detail.clone(),
             seed: f.seed,
             mutation: f.mutation.clone(),
+            choice: f.choice.map(str::to_owned),
             replay: f.replay.clone()?,
             calls: f.calls.clone(),
         })
@@ -110,7 +125,16 @@ pub fn feature_text(t: &Transcript, ids: &IdMap) -> String {
         "  # chataigne-conformance replay FILE.json. What was wrong:".to_owned(),
     ];
     lines.extend(wrap(&t.detail).into_iter().map(|l| format!("  #   {l}")));
-    lines.push(format!("  @{}", t.clause));
+    match &t.choice {
+        Some(choice) => lines.push(format!("  @{} @ext-{choice}", t.clause)),
+        None => lines.push(format!("  @{}", t.clause)),
+    }
+    if let Replay::Transport { probe } = &t.replay {
+        lines.push(format!("  Scenario: {} on the transport ({probe})", t.clause));
+        lines.extend(super::transport::scenario(probe));
+        lines.push(String::new());
+        return lines.join("\n");
+    }
     lines.push(format!(
         "  Scenario: {} on {} ({})",
         t.clause,
@@ -309,6 +333,7 @@ mod tests {
             detail: "what was wrong, with \"quotes\" and a \"\"\" fence".to_owned(),
             seed: 7,
             mutation: None,
+            choice: None,
             replay,
             calls,
         }
@@ -412,6 +437,43 @@ mod tests {
             ),
             transcript("IDEM-3", idem, vec![step("create_organization", keyed.clone(), json!({}))]),
         ];
+        // Every probe of the transport family, as a finding's scenario.
+        let probes = [
+            "id 0",
+            "id \"7\"",
+            "id -7",
+            "id 9007199254740991",
+            "id \"fuzz-\u{e9}\"",
+            "notification",
+            "version 1999-01-01",
+            "version 2025-11-25",
+            "catalogue",
+            "version header 1999-01-01",
+            "mirror served",
+            "mirror no Mcp-Name header",
+            "mirror an MCP-Protocol-Version header naming another version",
+            "origin null",
+            "origin https://attacker.example",
+            "host attacker.example",
+            "no token",
+            "other audience",
+            "body 1048577",
+            "body 1048576",
+            "jsonrpc missing",
+            "jsonrpc 1.0",
+            "params missing",
+            "extra member",
+        ];
+        let mut all = all.to_vec();
+        for probe in probes {
+            let mut t = transcript(
+                "PROTO-1",
+                Replay::Transport { probe: probe.to_owned() },
+                vec![step("initialize", json!({}), json!({}))],
+            );
+            t.choice = (probe == "version 2025-11-25").then(|| "protocol-versions".to_owned());
+            all.push(t);
+        }
         let steps = ConformanceWorld::collection();
         for t in &all {
             let text = feature_text(t, &IdMap::default());
@@ -432,7 +494,9 @@ mod tests {
                 .filter_map(|s| s.docstring.as_deref())
                 .map(|d| serde_json::from_str(d).unwrap_or_else(|e| panic!("{e}: {d}")))
                 .collect();
-            assert!(docstrings.iter().all(|d| t.calls.iter().any(|c| &c.arguments == d)), "{text}");
+            if !matches!(t.replay, Replay::Transport { .. }) {
+                assert!(docstrings.iter().all(|d| t.calls.iter().any(|c| &c.arguments == d)), "{text}");
+            }
         }
     }
 }

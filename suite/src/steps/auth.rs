@@ -84,27 +84,14 @@ async fn they_initialize(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `resource_metadata="<url>"` out of a `WWW-Authenticate: Bearer …` header.
-fn resource_metadata(header: &str) -> Option<&str> {
-    let rest = header.split("resource_metadata=").nth(1)?;
-    let rest = rest.strip_prefix('"')?;
-    rest.split('"').next()
-}
-
 #[then("the answer is HTTP 401 with a bearer challenge naming the resource metadata")]
 async fn challenge(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let header = ex.response().and_then(|r| r.header("www-authenticate")).unwrap_or_default().to_owned();
-    let expected = "HTTP 401 with WWW-Authenticate: Bearer resource_metadata=\"<url>\"";
-    if ex.status() != Some(401) || !header.trim_start().to_ascii_lowercase().starts_with("bearer") {
-        return Err(w.fail(expected, format!("{}; WWW-Authenticate {header:?}", ex.summary())));
-    }
-    match resource_metadata(&header) {
-        Some(url) if url.starts_with("http") => {
-            w.saved.insert("resource_metadata".to_owned(), url.to_owned());
+    match crate::transport_rules::bearer_challenge(w.last()?) {
+        Ok(url) => {
+            w.saved.insert("resource_metadata".to_owned(), url);
             Ok(())
         }
-        _ => Err(w.fail(expected, format!("WWW-Authenticate {header:?}"))),
+        Err(m) => Err(w.fail(m.expected, m.got)),
     }
 }
 

@@ -137,21 +137,7 @@ async fn keyed_idempotent(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then("the tools are exactly the tools of the contract")]
 async fn exactly_the_catalogue(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let listed: Vec<&str> = tools(w)?.iter().map(name).collect();
-    let extra: Vec<&str> = listed.iter().copied().filter(|n| ToolName::parse(n).is_none()).collect();
-    let missing: Vec<&str> =
-        ToolName::ALL.iter().map(|t| t.as_str()).filter(|n| !listed.contains(n)).collect();
-    if extra.is_empty() && missing.is_empty() && listed.len() == ToolName::ALL.len() {
-        return Ok(());
-    }
-    Err(w.fail(
-        format!("the {} tools of the contract, each once", ToolName::ALL.len()),
-        format!(
-            "{} tools; not in the contract: [{}]; missing: [{}]",
-            listed.len(),
-            extra.join(", "),
-            missing.join(", ")
-        ),
-    ))
+    crate::transport_rules::exactly_the_contract_tools(&listed).map_err(|m| w.fail(m.expected, m.got))
 }
 
 /// The table lists words; a tool name containing one (between underscores or not) is refused.

@@ -16,7 +16,13 @@ use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildPr
 use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
 use serde_json::{Value, json};
 
+use crate::transport_rules::{self as rules, Miss};
 use crate::world::{ConformanceWorld, LibrarySession};
+
+/// A broken rule as the scenario's failure.
+fn failed(w: &ConformanceWorld, miss: Miss) -> anyhow::Error {
+    w.fail(miss.expected, miss.got)
+}
 
 fn library_version(text: &str) -> anyhow::Result<ProtocolVersion> {
     match text {
@@ -169,13 +175,7 @@ async fn initialize_headers(
 
 #[then(expr = "the server agrees on protocol version {string}")]
 async fn agreed_version(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let got = ex.result().and_then(|r| r.get("protocolVersion")).and_then(Value::as_str);
-    if got == Some(version.as_str()) {
-        Ok(())
-    } else {
-        Err(w.fail(format!("an initialize result with protocolVersion {version}"), ex.summary()))
-    }
+    rules::agrees_on_version(w.last()?, &version).map_err(|m| failed(w, m))
 }
 
 #[when(expr = "they send the JSON-RPC request {string}")]
@@ -211,16 +211,8 @@ async fn sized_body(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()>
     let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
     let client = w.client().await?;
     let id = client.take_id();
-    let body = |pad: &str| {
-        json!({
-            "jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": { "name": "search_transcripts", "arguments": { "restaurant_id": restaurant, "query": pad } },
-        })
-        .to_string()
-    };
-    let base = body("").len();
-    let pad = size.checked_sub(base).ok_or_else(|| anyhow!("a tools/call body is at least {base} bytes"))?;
-    let bytes = body(&"a".repeat(pad)).into_bytes();
+    let bytes = rules::sized_tools_call(id, &restaurant, size)
+        .map_err(|base| anyhow!("a tools/call body is at least {base} bytes"))?;
     let ex = client.post_raw(bytes, Some(id), &[]).await;
     w.record(ex);
     Ok(())
@@ -228,21 +220,12 @@ async fn sized_body(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()>
 
 #[then(expr = "the answer is the JSON-RPC error {int}")]
 async fn rpc_error(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let expected = format!("JSON-RPC error {code}, without a 5xx");
-    if ex.status().is_some_and(|s| s >= 500) {
-        return Err(w.fail(expected, ex.summary()));
-    }
-    match ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) {
-        Some(c) if c == code => Ok(()),
-        _ => Err(w.fail(expected, ex.summary())),
-    }
+    rules::rpc_error(w.last()?, code).map_err(|m| failed(w, m))
 }
 
 #[then(expr = "the HTTP status is {int}")]
 async fn status_is(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    if ex.status() == Some(status) { Ok(()) } else { Err(w.fail(format!("HTTP {status}"), ex.summary())) }
+    rules::status_is(w.last()?, status).map_err(|m| failed(w, m))
 }
 
 /// PROTO-5 for a foreign Host: the MCP SDKs refuse it with 403 or 421 (Misdirected Request), and
@@ -250,16 +233,14 @@ async fn status_is(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> 
 /// A refusal is a 4xx that did not run the request: no JSON-RPC result in its body.
 #[then("the request is refused with a 4xx status, 403 by the reference's choice")]
 async fn refused_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let expected = "an HTTP 4xx refusal with no JSON-RPC result (403 the reference)";
-    match ex.status() {
-        Some(status @ 400..=499) if ex.result().is_none() => {
-            if status != 403 {
-                w.ext_difference("host-validation", format!("refused with HTTP {status}, not 403"));
+    match rules::refused_4xx_host(w.last()?) {
+        Ok(difference) => {
+            if let Some(d) = difference {
+                w.ext_difference("host-validation", d);
             }
             Ok(())
         }
-        _ => Err(w.fail(expected, ex.summary())),
+        Err(m) => Err(failed(w, m)),
     }
 }
 
@@ -268,46 +249,23 @@ async fn refused_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// bad JSON, -32600 for a value that is no request) is the reference's (`jsonrpc-error-codes`).
 #[then(expr = "the request is refused with a 4xx status, the JSON-RPC error {int} by the reference's choice")]
 async fn refused_with_rpc_code(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let expected =
-        format!("an HTTP 4xx refusal with no JSON-RPC result (JSON-RPC error {code} the reference)");
-    let Some(status @ 400..=499) = ex.status() else { return Err(w.fail(expected, ex.summary())) };
-    if ex.result().is_some() {
-        return Err(w.fail(expected, ex.summary()));
-    }
-    match ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) {
-        Some(c) if c == code => Ok(()),
-        Some(other) => {
-            w.ext_difference(
-                "jsonrpc-error-codes",
-                format!("HTTP {status} with JSON-RPC error {other}, not {code}"),
-            );
+    match rules::refused_with_rpc_code(w.last()?, code) {
+        Ok(difference) => {
+            if let Some(d) = difference {
+                w.ext_difference("jsonrpc-error-codes", d);
+            }
             Ok(())
         }
-        None => {
-            w.ext_difference(
-                "jsonrpc-error-codes",
-                format!("HTTP {status} with no JSON-RPC error, not {code}"),
-            );
-            Ok(())
-        }
+        Err(m) => Err(failed(w, m)),
     }
 }
 
 #[then(expr = "the HTTP status is not {int}")]
 async fn status_is_not(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    match ex.status() {
-        Some(s) if s != status => Ok(()),
-        _ => Err(w.fail(format!("an answer other than HTTP {status}"), ex.summary())),
-    }
+    rules::status_is_not(w.last()?, status).map_err(|m| failed(w, m))
 }
 
 #[then("the server answered without a server error")]
 async fn no_server_error(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    match ex.status() {
-        Some(s) if s < 500 => Ok(()),
-        _ => Err(w.fail("an answer below HTTP 500", ex.summary())),
-    }
+    rules::no_server_error(w.last()?).map_err(|m| failed(w, m))
 }

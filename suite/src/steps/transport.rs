@@ -9,11 +9,14 @@ use anyhow::anyhow;
 use cucumber::{given, then, when};
 use serde_json::{Value, json};
 
-use crate::client::{Exchange, sse_messages};
+use crate::client::sse_messages;
+use crate::transport_rules::{self as rules, Miss};
 use crate::world::ConformanceWorld;
 
-/// MCP's published revisions: what "another protocol version it supports" can be.
-const MCP_REVISIONS: [&str; 5] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
+/// A broken rule as the scenario's failure.
+fn failed(w: &ConformanceWorld, miss: Miss) -> anyhow::Error {
+    w.fail(miss.expected, miss.got)
+}
 
 /// A JSON-RPC id as a step names it (`"abc-7"`, `0`): MCP's ids are strings or integers.
 fn parse_id(text: &str) -> anyhow::Result<Value> {
@@ -38,14 +41,7 @@ async fn initialize_own(w: &mut ConformanceWorld, version: String) -> anyhow::Re
 
 #[then(expr = "the server offers another protocol version it serves, not {string}")]
 async fn offers_other_version(w: &mut ConformanceWorld, asked: String) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let expected =
-        format!("an initialize result whose protocolVersion is an MCP revision other than {asked}");
-    let got = ex.result().and_then(|r| r.get("protocolVersion")).and_then(Value::as_str);
-    match got {
-        Some(v) if v != asked && MCP_REVISIONS.contains(&v) => Ok(()),
-        _ => Err(w.fail(expected, ex.summary())),
-    }
+    rules::offers_other_version(w.last()?, &asked).map_err(|m| failed(w, m))
 }
 
 /// Streamable HTTP, "Protocol Version Header": a request whose `MCP-Protocol-Version` names a
@@ -63,24 +59,9 @@ async fn request_with_header(
     Ok(())
 }
 
-/// A refusal: an HTTP status in `statuses` and no JSON-RPC result (nothing was served).
-fn refused(
-    w: &ConformanceWorld,
-    statuses: std::ops::RangeInclusive<u16>,
-    expected: &str,
-) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    if ex.status().is_some_and(|s| statuses.contains(&s)) && ex.result().is_none() {
-        Ok(())
-    } else {
-        Err(w.fail(format!("{expected} with no JSON-RPC result"), ex.summary()))
-    }
-}
-
 #[then(regex = r"^the request is refused with HTTP (400|404) and not served$")]
 async fn refused_with(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
-    let name = if status == 400 { "Bad Request" } else { "Not Found" };
-    refused(w, status..=status, &format!("HTTP {status} {name}"))
+    rules::refused_with_status(w.last()?, status).map_err(|m| failed(w, m))
 }
 
 /// JSON-RPC 2.0 §5 and MCP's "Responses": the answer has the request's id, string or integer.
@@ -94,11 +75,7 @@ async fn request_with_id(w: &mut ConformanceWorld, method: String, id: String) -
 #[then(expr = "the answer carries the id {word}, with its type")]
 async fn answer_has_id(w: &mut ConformanceWorld, id: String) -> anyhow::Result<()> {
     let want = parse_id(&id)?;
-    let ex = w.last()?;
-    match ex.message().and_then(|m| m.get("id")) {
-        Some(got) if *got == want => Ok(()),
-        _ => Err(w.fail(format!("a JSON-RPC answer with id {want}"), ex.summary())),
-    }
+    rules::carries_id(w.last()?, &want).map_err(|m| failed(w, m))
 }
 
 /// Streamable HTTP, "Sending Messages to the Server": a notification or a response the server
@@ -107,8 +84,8 @@ async fn answer_has_id(w: &mut ConformanceWorld, id: String) -> anyhow::Result<(
 async fn send_notification(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let client = w.client().await?;
     // Cancelling a request the server never saw: receivers may ignore it (MCP "Cancellation").
-    let params = json!({ "requestId": "chataigne-never-sent", "reason": "conformance check" });
-    let ex = client.notify("notifications/cancelled", params).await;
+    let (method, params) = rules::unanswerable_notification();
+    let ex = client.notify(method, params).await;
     w.record(ex);
     Ok(())
 }
@@ -119,25 +96,16 @@ async fn send_response(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     w.post_raw(body.to_string().into_bytes(), false, &[]).await.map(drop)
 }
 
-fn accepted_without_body(ex: &Exchange) -> bool {
-    ex.status() == Some(202) && ex.response().is_some_and(|r| r.body_bytes == 0)
-}
-
 #[then("the server accepts it with HTTP 202 and no body")]
 async fn accepted(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    if accepted_without_body(ex) {
-        Ok(())
-    } else {
-        Err(w.fail("HTTP 202 Accepted with no body", ex.summary()))
-    }
+    rules::accepted(w.last()?).map_err(|m| failed(w, m))
 }
 
 #[then("the server accepts it with HTTP 202 and no body, or refuses it with a 4xx")]
 async fn accepted_or_refused(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let ex = w.last()?;
     let refused = ex.status().is_some_and(|s| (400..500).contains(&s)) && ex.result().is_none();
-    if accepted_without_body(ex) || refused {
+    if rules::accepted_without_body(ex) || refused {
         Ok(())
     } else {
         Err(w.fail("HTTP 202 Accepted with no body, or a 4xx refusal", ex.summary()))
@@ -281,7 +249,7 @@ async fn list_in_unknown_session(w: &mut ConformanceWorld) -> anyhow::Result<()>
 
 #[then("the request is refused with a 4xx and not served")]
 async fn refused_any_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    refused(w, 400..=499, "an HTTP 4xx")
+    rules::refused(w.last()?, 400..=499, "an HTTP 4xx").map_err(|m| failed(w, m))
 }
 
 /// The 2026-07-28 revision is the server's to serve: `server/discover` says whether it does. One
@@ -324,17 +292,11 @@ async fn serves_2026(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     regex = r"^they send a 2026-07-28 tools/call request with (an Mcp-Method header naming another method|no Mcp-Method header|an Mcp-Name header naming another tool|no Mcp-Name header|an MCP-Protocol-Version header naming another version)$"
 )]
 async fn send_2026_with(w: &mut ConformanceWorld, case: String) -> anyhow::Result<()> {
-    let overrides: &[(&str, &str)] = match case.as_str() {
-        "an Mcp-Method header naming another method" => &[("mcp-method", "tools/list")],
-        "no Mcp-Method header" => &[("mcp-method", "")],
-        "an Mcp-Name header naming another tool" => &[("mcp-name", "list_orders")],
-        "no Mcp-Name header" => &[("mcp-name", "")],
-        _ => &[("mcp-protocol-version", "2025-11-25")],
-    };
+    let overrides = [rules::mirror_override(&case).ok_or_else(|| anyhow!("unknown case {case}"))?];
     let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
     let client = w.own_session.as_mut().ok_or_else(|| anyhow!("no 2026-07-28 client yet"))?;
     let params = json!({ "name": "get_restaurant", "arguments": { "restaurant_id": restaurant } });
-    let ex = client.request_2026("tools/call", params, overrides).await;
+    let ex = client.request_2026("tools/call", params, &overrides).await;
     w.record(ex);
     Ok(())
 }

@@ -72,7 +72,7 @@ fn fuzz_files_an_output_off_its_schema_under_proto_4() {
 #[test]
 fn fuzz_shrinks_an_unchecked_limit_to_the_first_value_over_the_bound() {
     let (code, report) =
-        fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "limit-unchecked", "--level", "full"]);
+        fuzz(&["--seed", "7", "--budget", "250calls", "--defect", "limit-unchecked", "--level", "full"]);
     assert_eq!(code, 1);
     let found = of_clause(&report, "PAG-2");
     let over: Vec<_> =
@@ -88,7 +88,7 @@ fn fuzz_shrinks_an_unchecked_limit_to_the_first_value_over_the_bound() {
 /// maximum" another way. At the seed level the finding is shown, not counted.
 #[test]
 fn an_ext_clause_finding_fails_the_full_level_only() {
-    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "limit-unchecked"]);
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "250calls", "--defect", "limit-unchecked"]);
     assert!(!of_clause(&report, "PAG-2").is_empty(), "{report:#}");
     let seed_only = findings(&report).iter().all(|f| f["clause"] == "PAG-2");
     assert!(seed_only, "{report:#}");
@@ -281,10 +281,13 @@ fn fuzz_waits_out_a_rate_limit_instead_of_judging_it() {
             },
         }))
     });
-    let (code, report) = fuzz_fake(&fake, "12calls");
-    assert_eq!(findings(&report), &Vec::<Value>::new(), "{report:#}");
-    assert_eq!(code, 0);
-    assert_eq!(report["calls"], 12);
+    // The transport probes come first (the fake answers them as a server would not: their
+    // findings are not this test's); the tool calls after them are all rate-limited.
+    let (_, report) = fuzz_fake(&fake, "80calls");
+    let tool_findings: Vec<&Value> =
+        findings(&report).iter().filter(|f| f["replay"]["kind"] != "transport").collect();
+    assert_eq!(tool_findings, Vec::<&Value>::new(), "{report:#}");
+    assert_eq!(report["calls"], 80);
     // Every refusal but the last of each call waited its 40 ms.
     assert!(report["elapsed_ms"].as_u64().unwrap() >= 300, "{report:#}");
 }

@@ -1,0 +1,422 @@
+//! The transport family: deterministic probes of the transport, the JSON-RPC envelope and the
+//! HTTP edge (PROTO-1, PROTO-2, PROTO-5, AUTH-1, AUTH-2, LIM-7, ABS-1), each one or two
+//! requests, judged by the very rules the suite's steps use (`crate::transport_rules`), never
+//! more. Over stdio the probes the scenarios mark `@needs-http` are skipped.
+//!
+//! A probe is named (`id "7"`, `origin null`, …): the name is its replay case, and the
+//! scenario a finding's `.feature` holds is made of the steps that state the same rule.
+
+use chataigne_contract::PROTOCOL_VERSIONS;
+use proptest::strategy::{Just, Strategy as _};
+use serde_json::{Value, json};
+
+use super::oracle::Fault;
+use super::transcript::Replay;
+use super::{Engine, Observed, PERSONA};
+use crate::client::{Exchange, McpClient, PROTOCOL_VERSION};
+use crate::transport_rules::{self as rules, MIRROR_CASES, Miss};
+
+/// A version no MCP revision has.
+const UNSUPPORTED: &str = "1999-01-01";
+/// The ids a loose implementation gets wrong: 0 is falsy, "7" looks like a number; the others
+/// are edges of the integers a JSON number carries exactly, and a string that is no number.
+const IDS: [&str; 5] = ["0", "\"7\"", "-7", "9007199254740991", "\"fuzz-\u{e9}\""];
+/// `protocol.feature`'s foreign origins: look-alikes of the local ones, and a sandboxed frame's.
+const ORIGINS: [&str; 4] = [
+    "https://attacker.example",
+    "http://localhost.attacker.example",
+    "http://127.0.0.1.attacker.example",
+    "null",
+];
+const FOREIGN_HOST: &str = "attacker.example";
+/// LIM-7: 1 MiB is read, a byte more is refused with 413.
+const MAX_BODY: usize = 1_048_576;
+
+/// The probes this server is probed with, in order.
+pub fn probes(engine: &Engine<'_>) -> Vec<String> {
+    let http = engine.caller.ctx.stdio.is_none();
+    let mut out = Vec::new();
+    // PROTO-2 ids and PROTO-1 notifications: over HTTP (the stdio connection pairs answers with
+    // requests by its own numeric ids).
+    if http {
+        out.extend(IDS.iter().map(|id| format!("id {id}")));
+        out.push("notification".to_owned());
+    }
+    out.push(format!("version {UNSUPPORTED}"));
+    // The contract's versions that have an initialize (2026-07-28 has none: server/discover).
+    out.extend(PROTOCOL_VERSIONS.iter().filter(|v| **v != "2026-07-28").map(|v| format!("version {v}")));
+    out.push("catalogue".to_owned());
+    if !http {
+        return out;
+    }
+    out.push(format!("version header {UNSUPPORTED}"));
+    out.push("mirror served".to_owned());
+    out.extend(MIRROR_CASES.iter().map(|(case, _)| format!("mirror {case}")));
+    out.extend(ORIGINS.iter().map(|o| format!("origin {o}")));
+    out.push(format!("host {FOREIGN_HOST}"));
+    out.push("no token".to_owned());
+    if engine.caller.can_call_as("other_audience") {
+        out.push("other audience".to_owned());
+    }
+    out.extend([format!("body {}", MAX_BODY + 1), format!("body {MAX_BODY}")]);
+    out.extend(["jsonrpc missing", "jsonrpc 1.0", "params missing", "extra member"].map(str::to_owned));
+    out
+}
+
+/// Run every probe once (or the one `fixed` names, for a replay); returns whether one failed.
+pub fn run(engine: &Engine<'_>, fixed: Option<&str>) -> bool {
+    let mut failed = false;
+    for (i, name) in probes(engine).into_iter().enumerate() {
+        if fixed.is_some_and(|f| f != name) {
+            continue;
+        }
+        if engine.caller.spent() {
+            break;
+        }
+        let replay = |p: &String| Replay::Transport { probe: p.clone() };
+        let rng = super::rng(engine.seed, 0, (2 << 32) + i as u64);
+        failed |= engine.run_property(Just(name).boxed(), 1, 0, rng, &replay, &|p| probe(engine, p));
+    }
+    failed
+}
+
+/// One request, counted against the budget.
+fn send<F: std::future::Future<Output = Exchange>>(engine: &Engine<'_>, f: F) -> Exchange {
+    engine.caller.meter.borrow_mut().calls += 1;
+    let ex = engine.caller.runtime.block_on(f);
+    if engine.caller.trace {
+        eprintln!("(transport) {} -> {}", ex.method, ex.summary());
+    }
+    ex
+}
+
+/// A session of the owner (one request): `None` when it cannot be had (nothing to judge).
+fn session(engine: &Engine<'_>) -> Option<McpClient> {
+    let mut client = engine.caller.ctx.client(PERSONA)?;
+    send(engine, client.initialize());
+    client.is_initialized().then_some(client)
+}
+
+fn owner_client(engine: &Engine<'_>) -> Option<McpClient> {
+    engine.caller.ctx.client(PERSONA)
+}
+
+/// The body of a valid read, with `id` (JSON) and the envelope's members changed by `edit`.
+pub fn read_body(id: &Value, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) -> Value {
+    let mut body = json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": "list_organizations", "arguments": {} },
+    });
+    if let Some(o) = body.as_object_mut() {
+        edit(o);
+    }
+    body
+}
+
+/// The raw body of an envelope probe.
+pub fn envelope_body(name: &str) -> Option<Value> {
+    let id = json!(41);
+    Some(match name {
+        "jsonrpc missing" => read_body(&id, |o| drop(o.remove("jsonrpc"))),
+        "jsonrpc 1.0" => read_body(&id, |o| drop(o.insert("jsonrpc".to_owned(), json!("1.0")))),
+        "params missing" => read_body(&id, |o| drop(o.remove("params"))),
+        "extra member" => read_body(&id, |o| drop(o.insert("chataigne_extra".to_owned(), json!(true)))),
+        _ => return None,
+    })
+}
+
+/// What a probe's answer broke.
+struct Judged {
+    clause: &'static str,
+    /// The reference choice a difference is filed under (counted at the full level only).
+    choice: Option<&'static str>,
+    tool: String,
+    ex: Exchange,
+    miss: Option<Miss>,
+}
+
+fn probe(engine: &Engine<'_>, name: &str) -> Vec<Observed> {
+    let judged = judge(engine, name);
+    judged
+        .into_iter()
+        .filter_map(|j| {
+            let miss = j.miss?;
+            let detail = format!("{name}: expected {}; got {}", miss.expected, miss.got);
+            let fault = Fault { clause: j.clause, detail };
+            Some(Observed {
+                mutation: Some(name.to_owned()),
+                raw: true,
+                choice: j.choice,
+                ..Observed::new(fault, &j.ex.persona.clone().unwrap_or_default(), &j.tool, &json!({}), &j.ex)
+            })
+        })
+        .collect()
+}
+
+fn judged(clause: &'static str, tool: &str, ex: Exchange, rule: rules::Rule) -> Vec<Judged> {
+    vec![Judged { clause, choice: None, tool: tool.to_owned(), ex, miss: rule.err() }]
+}
+
+/// A rule whose reading is a reference choice: a miss is a finding, a difference a finding
+/// under the choice.
+fn judged_choice(
+    clause: &'static str,
+    choice: &'static str,
+    tool: &str,
+    ex: Exchange,
+    rule: rules::Rule<Option<String>>,
+) -> Vec<Judged> {
+    let (choice, miss) = match rule {
+        Ok(None) => (None, None),
+        Ok(Some(difference)) => (
+            Some(choice),
+            Some(Miss { expected: format!("the reference's choice `{choice}`"), got: difference }),
+        ),
+        Err(miss) => (None, Some(miss)),
+    };
+    vec![Judged { clause, choice, tool: tool.to_owned(), ex, miss }]
+}
+
+fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
+    let ctx = engine.caller.ctx;
+    let restaurant = ctx.id_map.to_server(&ctx.dataset.landmarks.busy_restaurant);
+    if let Some(id) = name.strip_prefix("id ") {
+        let Ok(id) = serde_json::from_str::<Value>(id) else { return Vec::new() };
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let body = read_body(&id, |_| ());
+        let ex = send(engine, client.post_raw(body.to_string().into_bytes(), None, &[]));
+        return judged("PROTO-2", "list_organizations", ex.clone(), rules::carries_id(&ex, &id));
+    }
+    if name == "notification" {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let (method, params) = rules::unanswerable_notification();
+        let ex = send(engine, client.notify(method, params));
+        return judged("PROTO-1", method, ex.clone(), rules::accepted(&ex));
+    }
+    if let Some(v) = name.strip_prefix("version header ") {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let header = [("MCP-Protocol-Version".to_owned(), v.to_owned())];
+        let ex = send(engine, client.request_with("tools/list", json!({}), &header));
+        return judged("PROTO-1", "tools/list", ex.clone(), rules::refused_with_status(&ex, 400));
+    }
+    if let Some(v) = name.strip_prefix("version ") {
+        let Some(mut client) = owner_client(engine) else { return Vec::new() };
+        let ex = send(engine, client.initialize_with(v, &[]));
+        if v == UNSUPPORTED {
+            return judged("PROTO-1", "initialize", ex.clone(), rules::offers_other_version(&ex, v));
+        }
+        // `@ext-protocol-versions`: agreeing on each of the contract's versions is a reference
+        // choice (the seed asks for one the contract serves).
+        let rule = rules::agrees_on_version(&ex, v);
+        let miss = rule.err();
+        let choice = miss.is_some().then_some("protocol-versions");
+        return vec![Judged { clause: "PROTO-1", choice, tool: "initialize".to_owned(), ex, miss }];
+    }
+    if name == "catalogue" {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.request("tools/list", json!({})));
+        let listed: Vec<&str> =
+            ctx.published.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
+        return judged("ABS-1", "tools/list", ex, rules::exactly_the_contract_tools(&listed));
+    }
+    if let Some(case) = name.strip_prefix("mirror ") {
+        let Some(mut client) = owner_client(engine) else { return Vec::new() };
+        let discover = send(engine, client.request_2026("server/discover", json!({}), &[]));
+        if discover.result().is_none() {
+            // The revision is the server's to serve: nothing to judge.
+            return Vec::new();
+        }
+        let params = json!({ "name": "get_restaurant", "arguments": { "restaurant_id": restaurant } });
+        if case == "served" {
+            let ex = send(engine, client.request_2026("tools/call", params, &[]));
+            let miss = ex.result().is_none().then(|| Miss {
+                expected: "a 2026-07-28 tools/call whose headers mirror its body, served".to_owned(),
+                got: ex.summary(),
+            });
+            return vec![Judged {
+                clause: "PROTO-1",
+                choice: None,
+                tool: "get_restaurant".to_owned(),
+                ex,
+                miss,
+            }];
+        }
+        let Some(change) = rules::mirror_override(case) else { return Vec::new() };
+        let ex = send(engine, client.request_2026("tools/call", params, &[change]));
+        return judged("PROTO-1", "get_restaurant", ex.clone(), rules::refused_with_status(&ex, 400));
+    }
+    if let Some(origin) = name.strip_prefix("origin ") {
+        let Some(mut client) = owner_client(engine) else { return Vec::new() };
+        let header = [("Origin".to_owned(), origin.to_owned())];
+        let ex = send(engine, client.initialize_with(PROTOCOL_VERSION, &header));
+        return judged("PROTO-5", "initialize", ex.clone(), rules::status_is(&ex, 403));
+    }
+    if let Some(host) = name.strip_prefix("host ") {
+        let Some(mut client) = owner_client(engine) else { return Vec::new() };
+        let header = [("Host".to_owned(), host.to_owned())];
+        let ex = send(engine, client.initialize_with(PROTOCOL_VERSION, &header));
+        let rule = rules::refused_4xx_host(&ex);
+        return judged_choice("PROTO-5", "host-validation", "initialize", ex, rule);
+    }
+    if name == "no token" {
+        let mut client = ctx.anonymous_client(None, None);
+        let ex = send(engine, client.initialize());
+        return judged("AUTH-1", "initialize", ex.clone(), rules::bearer_challenge(&ex).map(drop));
+    }
+    if name == "other audience" {
+        let Some(mut client) = ctx.client("other_audience") else { return Vec::new() };
+        let ex = send(engine, client.initialize());
+        return judged("AUTH-2", "initialize", ex.clone(), rules::bearer_challenge(&ex).map(drop));
+    }
+    if let Some(size) = name.strip_prefix("body ").and_then(|s| s.parse::<usize>().ok()) {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let id = client.take_id();
+        let Ok(bytes) = rules::sized_tools_call(id, &restaurant, size) else { return Vec::new() };
+        let mut ex = send(engine, client.post_raw(bytes, Some(id), &[]));
+        ex.tool = Some("search_transcripts".to_owned());
+        let rule = if size > MAX_BODY {
+            rules::status_is(&ex, 413)
+        } else {
+            rules::status_is_not(&ex, 413).and_then(|()| rules::no_server_error(&ex))
+        };
+        return judged("LIM-7", "search_transcripts", ex, rule);
+    }
+    if let Some(body) = envelope_body(name) {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.post_raw(body.to_string().into_bytes(), None, &[]));
+        return match name {
+            "jsonrpc missing" | "jsonrpc 1.0" => {
+                let rule = rules::refused_with_rpc_code(&ex, -32600);
+                judged_choice("PROTO-2", "jsonrpc-error-codes", "tools/call", ex, rule)
+            }
+            // Not served, and no server error: the code is not judged (the TypeScript SDK
+            // answers -32603 where JSON-RPC names -32602, docs/DECISIONS.md).
+            "params missing" => judged("PROTO-2", "tools/call", ex.clone(), rules::not_served(&ex)),
+            // Answered or refused, but no server error: the TypeScript SDK refuses a member
+            // JSON-RPC does not define with 400 (docs/DECISIONS.md).
+            _ => judged("PROTO-2", "tools/call", ex.clone(), rules::no_server_error(&ex)),
+        };
+    }
+    Vec::new()
+}
+
+/// The steps of the scenario that states a probe's rule (after `Given the persona`, which the
+/// probe's persona decides), for a finding's `.feature`.
+pub fn scenario(name: &str) -> Vec<String> {
+    let given = |p: &str| format!("    Given the persona \"{p}\"");
+    let owner = given(PERSONA);
+    let s = |t: &str| format!("    {t}");
+    if let Some(id) = name.strip_prefix("id ") {
+        return vec![
+            owner,
+            s("# The fuzzer sent a tools/call of list_organizations with this id; the step sends ping."),
+            s(&format!("When they send the JSON-RPC request \"ping\" with the id {id}")),
+            s(&format!("Then the answer carries the id {id}, with its type")),
+        ];
+    }
+    if name == "notification" {
+        return vec![
+            owner,
+            s("When they send a notification the server has no answer for"),
+            s("Then the server accepts it with HTTP 202 and no body"),
+        ];
+    }
+    if let Some(v) = name.strip_prefix("version header ") {
+        return vec![
+            owner,
+            s(&format!(
+                "When they send the JSON-RPC request \"tools/list\" with the header \"MCP-Protocol-Version\" set to \"{v}\""
+            )),
+            s("Then the request is refused with HTTP 400 and not served"),
+        ];
+    }
+    if let Some(v) = name.strip_prefix("version ") {
+        if v == UNSUPPORTED {
+            return vec![
+                owner,
+                s(&format!("When they initialize a session of their own with protocol version \"{v}\"")),
+                s(&format!("Then the server offers another protocol version it serves, not \"{v}\"")),
+            ];
+        }
+        return vec![
+            owner,
+            s(&format!("When they initialize with protocol version \"{v}\"")),
+            s(&format!("Then the server agrees on protocol version \"{v}\"")),
+        ];
+    }
+    if name == "catalogue" {
+        return vec![
+            owner,
+            s("When they list the tools"),
+            s("Then the tools are exactly the tools of the contract"),
+        ];
+    }
+    if let Some(case) = name.strip_prefix("mirror ") {
+        let mut out = vec![owner, s("Given the server serves protocol version 2026-07-28")];
+        if case != "served" {
+            out.push(s(&format!("When they send a 2026-07-28 tools/call request with {case}")));
+            out.push(s("Then the request is refused with HTTP 400 and not served"));
+        }
+        return out;
+    }
+    if let Some(origin) = name.strip_prefix("origin ") {
+        return vec![
+            owner,
+            s(&format!("When they initialize with the header \"Origin\" set to \"{origin}\"")),
+            s("Then the HTTP status is 403"),
+        ];
+    }
+    if let Some(host) = name.strip_prefix("host ") {
+        return vec![
+            owner,
+            s(&format!("When they initialize with the header \"Host\" set to \"{host}\"")),
+            s("Then the request is refused with a 4xx status, 403 by the reference's choice"),
+        ];
+    }
+    if name == "no token" {
+        return vec![
+            s("When someone without a token initializes"),
+            s("Then the answer is HTTP 401 with a bearer challenge naming the resource metadata"),
+        ];
+    }
+    if name == "other audience" {
+        return vec![
+            given("other_audience"),
+            s("When they initialize"),
+            s("Then the answer is HTTP 401 with a bearer challenge naming the resource metadata"),
+        ];
+    }
+    if let Some(size) = name.strip_prefix("body ").and_then(|s| s.parse::<usize>().ok()) {
+        let mut out =
+            vec![owner, s(&format!("When they send a tools/call request whose body is {size} bytes long"))];
+        if size > MAX_BODY {
+            out.push(s("Then the HTTP status is 413"));
+        } else {
+            out.push(s("Then the HTTP status is not 413"));
+            out.push(s("And the server answered without a server error"));
+        }
+        return out;
+    }
+    if let Some(body) = envelope_body(name) {
+        let mut out = vec![
+            owner,
+            s("When they post the raw body:"),
+            s("  \"\"\""),
+            s(&format!("  {body}")),
+            s("  \"\"\""),
+        ];
+        match name {
+            "jsonrpc missing" | "jsonrpc 1.0" => out.push(s(
+                "Then the request is refused with a 4xx status, the JSON-RPC error -32600 by the reference's choice",
+            )),
+            _ => {
+                if name == "params missing" {
+                    out.push(s("# No step states this oracle (no JSON-RPC result, no 5xx): replay the transcript."));
+                }
+                out.push(s("Then the server answered without a server error"));
+            }
+        }
+        return out;
+    }
+    vec![owner, s("# An unknown probe: replay the transcript.")]
+}
