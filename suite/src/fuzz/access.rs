@@ -18,6 +18,7 @@ use super::{Call, Engine, Observed, Replay};
 use crate::client::Exchange;
 use crate::context::RunContext;
 use crate::matrices::{self, Check};
+use chataigne_contract::codes::ErrorCode;
 
 /// Rows by the first check they fail (AUTH-8's order), or allowed: one property each, so a
 /// defect in one table is met within a few draws.
@@ -162,7 +163,7 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
     if !faults.is_empty() {
         return faults.into_iter().map(|f| observed(f, &case.arguments, &ex, Vec::new())).collect();
     }
-    let Some(first) = case.refused_by.first() else { return Vec::new() };
+    let Some(first) = case.refused_by.first() else { return allowed(case, &ex) };
     let clause = clause(first);
     if succeeded(&ex) {
         let detail = format!(
@@ -227,6 +228,26 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
         return vec![observed(Fault { clause: "AUTH-4", detail }, &absent, &other, before)];
     }
     Vec::new()
+}
+
+/// A row every table allows: refused for access, one of the tables is wrong. The scope's code
+/// names the scope table (AUTH-3); another refusal for access is filed under AUTH-6, as the
+/// allowed side of the tables is in `matrices.feature` (the membership and role refusals share
+/// a code). Any other answer is judged by the rules of a single call only: an allowed write is
+/// shaped to meet its precondition, and a server may refuse for reasons of its own.
+fn allowed(case: &AccessCase, ex: &Exchange) -> Vec<Observed> {
+    let error = ex.structured().and_then(|s| s.pointer("/data/error"));
+    let category = error.and_then(|e| e.get("category")).and_then(Value::as_str);
+    if !matches!(category, Some("authorization" | "authentication")) {
+        return Vec::new();
+    }
+    let code = oracle::error_code(ex).unwrap_or("(no code)");
+    let clause = if code == ErrorCode::ScopeRequired.as_str() { "AUTH-3" } else { "AUTH-6" };
+    let detail = format!(
+        "{} refused persona `{}` with {code}, whom the scope, membership and role tables allow",
+        case.tool, case.persona
+    );
+    vec![Observed::new(Fault { clause, detail }, &case.persona, &case.tool, &case.arguments, ex)]
 }
 
 /// The `&'static` name of an AUTH clause the tables file under.

@@ -248,15 +248,17 @@ impl<'a> Engine<'a> {
         }
         mutations.sort_by_key(|(k, _)| *k);
         // The access tables after each bound's first try (bounds are where servers go wrong
-        // most), the rows every table allows last.
+        // most), then the other mutations.
         let (bounds, rest): (Vec<_>, Vec<_>) =
             mutations.into_iter().partition(|((repeats, priority, _, _), _)| *repeats == 0 && *priority == 0);
         props.extend(bounds.into_iter().map(|(_, p)| p));
         let groups: Vec<access::Group> =
             access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).collect();
-        props.extend(groups.iter().filter(|g| **g != access::Group::Allowed).map(|g| Prop::Access(*g)));
+        // Every group, the allowed rows last: a refused allowed row is a table broken too, and
+        // a round of rows (one per tool) costs fewer calls than the other mutations. The
+        // access properties keep their order among themselves, so their generators too.
+        props.extend(groups.iter().map(|g| Prop::Access(*g)));
         props.extend(rest.into_iter().map(|(_, p)| p));
-        props.extend(groups.iter().filter(|g| **g == access::Group::Allowed).map(|g| Prop::Access(*g)));
         props
     }
 

@@ -123,7 +123,7 @@ fn fuzz_repeats_its_findings_with_the_same_seed() {
         "--seed",
         "11",
         "--budget",
-        "300calls",
+        "500calls",
         "--defect",
         "limit-unchecked",
         "--defect",
@@ -208,9 +208,9 @@ fn fuzz_profile(control: bool) -> (u8, Value) {
             "--seed",
             "7",
             "--budget",
-            // The sequences and the unknown-tool probe come before the mutations: 300 calls
+            // The probes, sequences and access tables come before most mutations: 500 calls
             // reach `idempotency_key` missing.
-            "300calls",
+            "500calls",
             // PAG-2 is ext: counted at the full level only.
             "--level",
             "full",
@@ -475,6 +475,15 @@ fn the_fuzz_junit_and_html_reports_hold_a_failure_per_finding() {
     assert!(page.contains("<tr class=\"failed\"><td class=\"id\">ENV-6</td>"), "{page}");
     assert!(page.contains("href=\"#finding-1\"") && page.contains("id=\"finding-1\""), "{page}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_persona_the_access_tables_allow_refused_is_a_finding_under_auth_6() {
+    keep_log();
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", "role-at-minimum-refused"]);
+    assert_eq!(code, 1);
+    let found = of_clause(&report, "AUTH-6");
+    assert!(found.iter().any(|f| f["detail"].as_str().is_some_and(|d| d.contains("tables allow"))), "{report:#}");
 }
 
 #[test]
