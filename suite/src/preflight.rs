@@ -19,6 +19,18 @@ use crate::control::Control;
 use crate::profile::Profile;
 use crate::stdio::StdioPool;
 
+/// A current-thread runtime (cucumber's run future is !Send, the fuzzer's properties are
+/// synchronous) and the run's context prepared on it: what a run, `fuzz` and `replay` start
+/// from. An `Err` is a configuration or connection error (exit code 2).
+pub fn prepare_on_own_runtime(profile: Profile) -> anyhow::Result<(tokio::runtime::Runtime, RunContext)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let ctx = runtime.block_on(prepare(profile))?;
+    Ok((runtime, ctx))
+}
+
 /// Build the run's context: load the dataset, reach the endpoint, list the tools, probe the
 /// control API. An `Err` is a configuration or connection error (exit code 2).
 pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {

@@ -7,7 +7,6 @@ use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use anyhow::Context as _;
 use cucumber::runner::ScenarioType;
 use cucumber::{ArbitraryWriter as _, Cucumber, World as _, WriterExt as _, cli, writer};
 use futures::FutureExt as _;
@@ -263,11 +262,7 @@ pub fn run_profile<Out: io::Write + 'static, Custom: clap::Args>(
     outputs: Outputs<Out>,
 ) -> anyhow::Result<Report> {
     // cucumber's run future is !Send: one thread, one current-thread runtime.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let mut ctx = runtime.block_on(crate::preflight::prepare(profile))?;
+    let (runtime, mut ctx) = crate::preflight::prepare_on_own_runtime(profile)?;
     ctx.options = options;
     let header = crate::report::ReportHeader {
         endpoint: ctx.endpoint.clone(),

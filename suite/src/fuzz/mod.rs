@@ -126,11 +126,7 @@ enum Prop {
 
 /// Preflight, fuzz, report. `Err`: a configuration error (exit code 2).
 pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> anyhow::Result<FuzzReport> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let ctx = runtime.block_on(crate::preflight::prepare(profile))?;
+    let (runtime, ctx) = crate::preflight::prepare_on_own_runtime(profile)?;
     if let Some(fault) = &ctx.broken_protocol {
         // A verdict, as for a run: the clause the answer to initialize breaks (exit code 1).
         let target = report::Target {

@@ -35,11 +35,7 @@ pub fn run(
     disposable: bool,
     console: &mut dyn Write,
 ) -> anyhow::Result<Verdict> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let ctx = runtime.block_on(crate::preflight::prepare(profile))?;
+    let (runtime, ctx) = crate::preflight::prepare_on_own_runtime(profile)?;
     if let Some(fault) = &ctx.broken_protocol {
         // The answer to initialize no client can read: nothing else can be replayed.
         let _ = writeln!(console, "[{}] {}", fault.clause, fault.detail);
