@@ -24,6 +24,7 @@ pub mod preflight;
 pub mod profile;
 pub mod rate_verdict;
 pub mod report;
+pub mod rules;
 pub mod runner;
 pub mod schedule;
 pub mod self_test;

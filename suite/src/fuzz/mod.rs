@@ -14,6 +14,7 @@ pub mod caller;
 pub mod ids;
 pub mod junit;
 pub mod oracle;
+pub mod races;
 pub mod replay;
 pub mod report;
 pub mod schema;
@@ -111,6 +112,26 @@ enum Prop {
     CursorBinding,
     /// Valid calls of other personas, judged by the access tables (AUTH-3/4/6).
     Access(access::Group),
+    /// The tools that can exceed 128 KiB on the dataset's largest records (LIM-5, LIM-6, PAG-8).
+    Largest,
+    /// A cursor of the owner's reused by other personas (PAG-6).
+    Carried,
+    /// Identical keyed writes at once (IDEM-4).
+    Burst,
+    /// Moves of one order at once (PRE-4).
+    Race,
+    /// A key reused by another client and another user (IDEM-5).
+    KeyScope,
+    /// A walk whose membership ends between two pages (PAG-7; the control API).
+    Authority,
+}
+
+impl Prop {
+    /// Run in the first round only: the property makes the same calls every time (or, for the
+    /// key scoping, a new key meets the same rule).
+    fn once(&self) -> bool {
+        matches!(self, Prop::Largest | Prop::Carried | Prop::KeyScope | Prop::Authority)
+    }
 }
 
 /// Preflight, fuzz, report. `Err`: a configuration error (exit code 2).
@@ -238,6 +259,12 @@ impl<'a> Engine<'a> {
         let (bounds, rest): (Vec<_>, Vec<_>) =
             mutations.into_iter().partition(|((repeats, priority, _, _), _)| *repeats == 0 && *priority == 0);
         props.extend(bounds.into_iter().map(|(_, p)| p));
+        // The largest records, other personas' cursors and the races after the bounds too:
+        // a few calls each, once.
+        props.extend([Prop::Largest, Prop::Carried]);
+        if self.writes {
+            props.extend([Prop::Burst, Prop::Race, Prop::KeyScope, Prop::Authority]);
+        }
         let groups: Vec<access::Group> =
             access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).collect();
         props.extend(groups.iter().filter(|g| **g != access::Group::Allowed).map(|g| Prop::Access(*g)));
@@ -249,14 +276,24 @@ impl<'a> Engine<'a> {
     fn fuzz(&self) {
         let plan = self.plan();
         // Each property's generator index: the properties added later (an unknown tool, the
-        // access tables) count apart, so adding one leaves the others' draws as they were.
-        let mut counts = (0u64, 0u64);
+        // access tables; then the races and largest records) count apart, so adding one leaves
+        // the others' draws as they were.
+        let mut counts = (0u64, 0u64, 0u64);
         let keys: Vec<u64> = plan
             .iter()
             .map(|p| match p {
                 Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
                     counts.1 += 1;
                     (1 << 32) + counts.1
+                }
+                Prop::Largest
+                | Prop::Carried
+                | Prop::Burst
+                | Prop::Race
+                | Prop::KeyScope
+                | Prop::Authority => {
+                    counts.2 += 1;
+                    (2 << 32) + counts.2
                 }
                 _ => {
                     counts.0 += 1;
@@ -271,7 +308,7 @@ impl<'a> Engine<'a> {
                 if self.caller.spent() || self.broken.borrow().is_some() {
                     return;
                 }
-                if done[i] {
+                if done[i] || (round > 0 && prop.once()) {
                     continue;
                 }
                 // A sequence's first call may be refused (an ID of the foreign tenant): two tries.
@@ -297,6 +334,12 @@ impl<'a> Engine<'a> {
                     Prop::UnknownTool => sequences::unknown_tool(self, cases, rng, None),
                     Prop::CursorBinding => sequences::cursor_binding(self, cases, round, rng, None),
                     Prop::Access(group) => access::sweep(self, *group, cases, round, rng, None),
+                    Prop::Largest => races::largest(self, rng, None),
+                    Prop::Carried => races::carried_cursor(self, rng, None),
+                    Prop::Burst => races::burst(self, 1, rng, None),
+                    Prop::Race => races::race(self, 1, rng, None),
+                    Prop::KeyScope => races::key_scope(self, 1, rng, None),
+                    Prop::Authority => races::authority(self, rng, None),
                 };
             }
             if self.caller.meter.borrow().calls == before {

@@ -11,7 +11,7 @@ use proptest::strategy::{Just, Strategy as _};
 use super::budget::{Budget, Meter};
 use super::caller::Caller;
 use super::transcript::{Replay, Transcript};
-use super::{Engine, PERSONA, access, sequences};
+use super::{Engine, PERSONA, access, races, sequences};
 use crate::profile::Profile;
 
 /// Calls a replay may make at most: a cursor walk is the longest (20 pages and the tampered one).
@@ -102,6 +102,24 @@ pub fn run(
         }
         Replay::Access(case) => {
             access::sweep(&engine, case.group, 1, 0, rng, Some(case));
+        }
+        Replay::Largest(case) => {
+            races::largest(&engine, rng, Some(case));
+        }
+        Replay::Carried(case) => {
+            races::carried_cursor(&engine, rng, Some(case));
+        }
+        Replay::Burst(case) => {
+            races::burst(&engine, 1, rng, Some(case));
+        }
+        Replay::Race(case) => {
+            races::race(&engine, 1, rng, Some(case));
+        }
+        Replay::KeyScope(case) => {
+            races::key_scope(&engine, 1, rng, Some(case));
+        }
+        Replay::Authority(case) => {
+            races::authority(&engine, rng, Some(case));
         }
     }
     if writes
