@@ -198,19 +198,19 @@ pub fn carried_cursor(engine: &Engine<'_>, rng: TestRng, fixed: Option<CarryCase
             let Some(alone) = trail.call_as(&case.persona, &case.tool, &case.args) else { return Vec::new() };
             let allowed = succeeded(&alone);
             let Some(first) = trail.call(&case.tool, &case.args) else { return Vec::new() };
-            if let Some(faults) = trail.checked(&case.tool, &case.args, &first) {
-                return faults;
-            }
+            // Every rule of a single call on the owner's page, the cursor's rule judged still (a
+            // difference of the ext level, such as a missing header, must not hide it).
+            let out = trail.checked(&case.tool, &case.args, &first).unwrap_or_default();
             let cursor =
                 first.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
-            let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return Vec::new() };
+            let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return out };
             let mut reused = case.args.clone();
             reused["cursor"] = json!(cursor);
-            let Some(ex) = trail.call_as(&case.persona, &case.tool, &reused) else { return Vec::new() };
+            let Some(ex) = trail.call_as(&case.persona, &case.tool, &reused) else { return out };
             let code = error_code(&ex);
             if code == Some("MCP_CURSOR_INVALID") || (!allowed && ex.is_error()) || !answered(&ex).is_empty()
             {
-                return Vec::new();
+                return out;
             }
             let owner = &engine.caller.persona;
             let d = &engine.caller.ctx.dataset;
@@ -223,7 +223,9 @@ pub fn carried_cursor(engine: &Engine<'_>, rng: TestRng, fixed: Option<CarryCase
                 case.persona,
                 ex.summary()
             );
-            vec![trail.observed_as(&case.persona, "PAG-6", detail, &case.tool, &reused, &ex)]
+            let mut found = vec![trail.observed_as(&case.persona, "PAG-6", detail, &case.tool, &reused, &ex)];
+            found.extend(out);
+            found
         });
     }
     failed
@@ -406,20 +408,18 @@ pub fn race(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<RaceCas
         let (restaurant, order) = &orders[case.order.index(orders.len())];
         let read = json!({ "restaurant_id": restaurant, "order_id": order });
         let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
-        if let Some(faults) = trail.checked("get_order", &read, &before) {
-            return faults;
-        }
-        let Some(current) = status_of(&before) else { return Vec::new() };
+        // Every rule of a single call on the read, the race judged still.
+        let mut out = trail.checked("get_order", &read, &before).unwrap_or_default();
+        let Some(current) = status_of(&before) else { return out };
         let Some(step) = lifecycle.iter().position(|s| *s == current).filter(|i| i + 1 < lifecycle.len()) else {
-            return Vec::new();
+            return out;
         };
         let next = lifecycle[step + 1];
         let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": next, "expected_status": current });
         let owner = engine.caller.persona.clone();
         let calls: Vec<_> =
             (0..case.calls).map(|_| (owner.clone(), "update_order_status".to_owned(), write.clone())).collect();
-        let Some(answers) = at_once(&mut trail, "update_order_status", &calls, case.slowed) else { return Vec::new() };
-        let mut out: Vec<Observed> = Vec::new();
+        let Some(answers) = at_once(&mut trail, "update_order_status", &calls, case.slowed) else { return out };
         for ex in &answers {
             out.extend(trail.checked("update_order_status", &write, ex).unwrap_or_default());
         }
@@ -530,13 +530,12 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
             let mut trail = Trail::new(engine);
             let args = instruction(&case.restaurant, &case.text, &case.key);
             let Some(first) = trail.call("create_instruction", &args) else { return Vec::new() };
-            if let Some(faults) = trail.checked("create_instruction", &args, &first) {
-                return faults;
-            }
+            // Every rule of a single call on the first call, the key's rule judged still.
+            let out = trail.checked("create_instruction", &args, &first).unwrap_or_default();
             if !succeeded(&first) {
-                return Vec::new();
+                return out;
             }
-            let Some(second) = trail.call_as(&case.persona, "create_instruction", &args) else { return Vec::new() };
+            let Some(second) = trail.call_as(&case.persona, "create_instruction", &args) else { return out };
             let owner = &engine.caller.persona;
             let d = &engine.caller.ctx.dataset;
             let same_user = d.persona(owner).map(|p| &p.user_id) == d.persona(&case.persona).map(|p| &p.user_id);
@@ -548,21 +547,23 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
                     case.persona,
                     second.summary()
                 );
-                return vec![trail.observed_as(&case.persona, "IDEM-5", detail, "create_instruction", &args, &second)];
+                let mut found = vec![trail.observed_as(&case.persona, "IDEM-5", detail, "create_instruction", &args, &second)];
+                found.extend(out);
+                return found;
             }
             if !succeeded(&second) {
-                return Vec::new();
+                return out;
             }
-            let Some(n) = count_instructions(&mut trail, &case.restaurant, &case.text) else { return Vec::new() };
+            let Some(n) = count_instructions(&mut trail, &case.restaurant, &case.text) else { return out };
             if n != 2 {
                 let detail = format!(
                     "create_instruction: the same call and key by {owner} then by {} ({who}), both answered as new, made {n} instruction(s), not 2",
                     case.persona
                 );
                 let last = trail.steps.len() - 1;
-                return observed_at(&trail, last, "IDEM-5", detail).into_iter().collect();
+                return observed_at(&trail, last, "IDEM-5", detail).into_iter().chain(out).collect();
             }
-            Vec::new()
+            out
         });
     }
     failed

@@ -255,11 +255,7 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
             let r = rst(c.args.get("restaurant_id").and_then(Value::as_str).unwrap_or_default());
             let limit = c.args.get("limit").and_then(Value::as_u64).unwrap_or(5);
             out.push(given(
-                &t.calls
-                    .iter()
-                    .find(|s| s.persona != c.persona)
-                    .map_or("owner", |s| s.persona.as_str())
-                    .to_owned(),
+                t.calls.iter().find(|s| s.persona != c.persona).map_or("owner", |s| s.persona.as_str()),
             ));
             out.push(format!("    When they list the orders of \"{r}\" with limit {limit}"));
             out.push(format!("    And the persona \"{}\" lists the next page", c.persona));
