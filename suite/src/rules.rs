@@ -87,6 +87,44 @@ pub fn count_with(data: &Value, key: &str, field: &str, text: &str) -> Option<us
     Some(n)
 }
 
+/// SEC-2's words of a server's insides (features/data_security.feature's table of `the error
+/// reveals none of these:`, lower case).
+pub const INTERNAL_MARKERS: &[&str] = &[
+    "panicked",
+    "backtrace",
+    "stack trace",
+    ".rs:",
+    "src/",
+    "traceback",
+    "exception",
+    "select",
+    "insert into",
+    "sqlstate",
+    "postgres",
+    "sqlite",
+    "/home/",
+    "/usr/",
+    "/var/",
+    ".go:",
+    "thread '",
+    "os error",
+    "refused",
+    "timed out",
+    "errno",
+    "unwrap",
+    "null point",
+    "at line",
+];
+
+/// SEC-2, `the error reveals none of these:`: the `markers` (lower case) the error object or the
+/// text blocks of the answer show, case-insensitively.
+pub fn leaks<'m>(ex: &Exchange, markers: &[&'m str]) -> Vec<&'m str> {
+    let error =
+        ex.structured().and_then(|s| s.pointer("/data/error")).map(Value::to_string).unwrap_or_default();
+    let seen = format!("{error}\n{}", ex.texts().join("\n")).to_ascii_lowercase();
+    markers.iter().copied().filter(|m| seen.contains(m)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -176,6 +214,32 @@ mod tests {
         assert!(oversized_item(&big).is_some());
         assert!(oversized_item(&refused("MCP_OUTPUT_TOO_LARGE")).is_none());
         assert!(oversized_item(&ok(json!({}))).is_none());
+    }
+
+    #[test]
+    fn internal_detail_is_seen_in_the_error() {
+        let leak = answer(
+            json!({ "data": { "error": { "code": "MCP_INTERNAL_ERROR", "message": "thread 'main' panicked at src/db.rs:12" } }, "meta": {} }),
+        );
+        // internal-error-leaks: a stack trace in the message.
+        assert_eq!(leaks(&leak, INTERNAL_MARKERS), vec!["panicked", ".rs:", "src/", "thread '"]);
+        assert!(leaks(&refused("MCP_INTERNAL_ERROR"), INTERNAL_MARKERS).is_empty());
+    }
+
+    /// The markers are the feature's table, word for word.
+    #[test]
+    fn internal_markers_are_the_features() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../features/data_security.feature");
+        let text = std::fs::read_to_string(path).expect("features/data_security.feature");
+        let start = text.find("the error reveals none of these:").expect("the SEC-2 step");
+        let table: Vec<String> = text[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.trim_start().starts_with('|'))
+            .flat_map(|l| l.split('|').map(|c| c.trim().to_ascii_lowercase()).collect::<Vec<_>>())
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(table, INTERNAL_MARKERS);
     }
 
     #[test]

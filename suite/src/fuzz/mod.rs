@@ -124,13 +124,15 @@ enum Prop {
     KeyScope,
     /// A walk whose membership ends between two pages (PAG-7; the control API).
     Authority,
+    /// A read past its deadline, or failing inside (LIM-4, SEC-2; the control API).
+    Faults,
 }
 
 impl Prop {
     /// Run in the first round only: the property makes the same calls every time (or, for the
     /// key scoping, a new key meets the same rule).
     fn once(&self) -> bool {
-        matches!(self, Prop::Largest | Prop::Carried | Prop::KeyScope | Prop::Authority)
+        matches!(self, Prop::Largest | Prop::Carried | Prop::KeyScope | Prop::Authority | Prop::Faults)
     }
 }
 
@@ -263,7 +265,7 @@ impl<'a> Engine<'a> {
         // a few calls each, once.
         props.extend([Prop::Largest, Prop::Carried]);
         if self.writes {
-            props.extend([Prop::Burst, Prop::Race, Prop::KeyScope, Prop::Authority]);
+            props.extend([Prop::Burst, Prop::Race, Prop::KeyScope, Prop::Authority, Prop::Faults]);
         }
         let groups: Vec<access::Group> =
             access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).collect();
@@ -291,11 +293,17 @@ impl<'a> Engine<'a> {
                 | Prop::Burst
                 | Prop::Race
                 | Prop::KeyScope
-                | Prop::Authority => {
+                | Prop::Authority
+                | Prop::Faults => {
                     counts.2 += 1;
                     (2 << 32) + counts.2
                 }
-                _ => {
+                // Named, not `_`: a new property must choose its count, or it would move these.
+                Prop::Valid(_)
+                | Prop::Mutated(..)
+                | Prop::Cursor
+                | Prop::Idempotency
+                | Prop::Precondition => {
                     counts.0 += 1;
                     counts.0 - 1
                 }
@@ -340,6 +348,7 @@ impl<'a> Engine<'a> {
                     Prop::Race => races::race(self, 1, rng, None),
                     Prop::KeyScope => races::key_scope(self, 1, rng, None),
                     Prop::Authority => races::authority(self, rng, None),
+                    Prop::Faults => races::faults(self, rng, None),
                 };
             }
             if self.caller.meter.borrow().calls == before {

@@ -657,3 +657,116 @@ pub fn authority(engine: &Engine<'_>, rng: TestRng, fixed: Option<AuthorityCase>
         vec![trail.observed_as(&case.persona, "PAG-7", detail, &case.tool, &next, &ex)]
     })
 }
+
+/// What the control API does to one read while it is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Injected {
+    /// The read deadline shortened to 100 ms and the tool slowed by 500 ms (LIM-4).
+    Timeout,
+    /// The tool fails with an `internal` error (SEC-2).
+    Internal,
+    /// The tool fails with a `dependency` error (SEC-2).
+    Dependency,
+}
+
+/// A read of one order while the control API injects a fault.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultCase {
+    pub tool: String,
+    pub args: Value,
+    pub injected: Injected,
+}
+
+/// The faults this server's control API can inject, on `get_order` of an order of the busy
+/// restaurant (as features/deadlines.feature and data_security.feature do).
+pub fn fault_cases(engine: &Engine<'_>) -> Vec<FaultCase> {
+    let ctx = engine.caller.ctx;
+    let has = |f: &str| ctx.control.is_some() && ctx.capabilities.control_features.iter().any(|c| c == f);
+    let Some((restaurant, order)) = engine.resolver.pools.received.first().cloned() else {
+        return Vec::new();
+    };
+    if !has("faults") || engine.tool("get_order").is_none() {
+        return Vec::new();
+    }
+    let args = json!({ "restaurant_id": restaurant, "order_id": order });
+    let mut kinds = Vec::new();
+    if has("deadlines") {
+        kinds.push(Injected::Timeout);
+    }
+    kinds.extend([Injected::Internal, Injected::Dependency]);
+    kinds
+        .into_iter()
+        .map(|injected| FaultCase { tool: "get_order".to_owned(), args: args.clone(), injected })
+        .collect()
+}
+
+/// LIM-4 and SEC-2 on a read: past its deadline it fails with MCP_TOOL_TIMEOUT (`the call
+/// fails with "MCP_TOOL_TIMEOUT"`); failing inside, with MCP_INTERNAL_ERROR or
+/// MCP_DEPENDENCY_UNAVAILABLE revealing none of `rules::INTERNAL_MARKERS` (`the error reveals
+/// none of these:`). The deadline and the faults are put back after each call.
+pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bool {
+    let rows = match fixed {
+        Some(case) => vec![case],
+        None => fault_cases(engine),
+    };
+    let Some(control) = engine.caller.ctx.control.as_ref() else { return false };
+    let runtime = engine.caller.runtime;
+    let replay = |case: &FaultCase| Replay::Fault(case.clone());
+    let mut failed = false;
+    for row in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
+            let mut trail = Trail::new(engine);
+            let read_ms = chataigne_contract::tools::Kind::Read.deadline_ms();
+            let set = match case.injected {
+                Injected::Timeout => runtime
+                    .block_on(control.set_deadlines(json!({ "read_ms": 100 })))
+                    .and_then(|()| runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))),
+                Injected::Internal => runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "internal" }))),
+                Injected::Dependency => {
+                    runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "dependency" })))
+                }
+            };
+            let ex = if set.is_ok() { trail.call(&case.tool, &case.args) } else { None };
+            // Put back whatever was set, whatever came of it: the other properties need the
+            // server as it was.
+            let _ = runtime.block_on(control.clear_faults());
+            if case.injected == Injected::Timeout {
+                let _ = runtime.block_on(control.set_deadlines(json!({ "read_ms": read_ms })));
+            }
+            let Some(ex) = ex else { return Vec::new() };
+            let out = trail.checked(&case.tool, &case.args, &ex).unwrap_or_default();
+            let finding = match case.injected {
+                Injected::Timeout => (error_code(&ex) != Some("MCP_TOOL_TIMEOUT")).then(|| {
+                    let detail = format!(
+                        "{}: a read slowed past its 100 ms deadline was not refused with MCP_TOOL_TIMEOUT ({})",
+                        case.tool,
+                        ex.summary()
+                    );
+                    ("LIM-4", detail)
+                }),
+                Injected::Internal | Injected::Dependency => {
+                    let hits = rules::leaks(&ex, rules::INTERNAL_MARKERS);
+                    (ex.is_error() && !hits.is_empty()).then(|| {
+                        let detail = format!(
+                            "{}: an injected {:?} failure was answered with an error that shows {} ({})",
+                            case.tool,
+                            case.injected,
+                            hits.join(", "),
+                            ex.summary()
+                        );
+                        ("SEC-2", detail)
+                    })
+                }
+            };
+            let Some((clause, detail)) = finding else { return out };
+            let mut found = vec![trail.observed(clause, detail, &case.tool, &case.args, &ex)];
+            found.extend(out);
+            found
+        });
+    }
+    failed
+}

@@ -121,6 +121,9 @@ pub fn run(
         Replay::Authority(case) => {
             races::authority(&engine, rng, Some(case));
         }
+        Replay::Fault(case) => {
+            races::faults(&engine, rng, Some(case));
+        }
     }
     if writes
         && let Some(control) = &ctx.control

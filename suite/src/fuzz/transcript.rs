@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::access::AccessCase;
-use super::races::{AuthorityCase, BurstCase, CarryCase, LargestCase, RaceCase, ScopeCase};
+use super::races::{
+    AuthorityCase, BurstCase, CarryCase, FaultCase, Injected, LargestCase, RaceCase, ScopeCase,
+};
 use super::report::Finding;
 use super::sequences::{BindingCase, CursorCase, PreCase, UnknownCase};
 use super::strategy::Case;
@@ -33,6 +35,7 @@ pub enum Replay {
     Race(RaceCase),
     KeyScope(ScopeCase),
     Authority(AuthorityCase),
+    Fault(FaultCase),
 }
 
 /// One call of a finding and the answer received.
@@ -275,6 +278,42 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
             ));
             out.push("    And they list the next page".to_owned());
             out.push("    Then the call fails with \"MCP_RESOURCE_FORBIDDEN\"".to_owned());
+        }
+        Replay::Fault(f) => {
+            let step = t.calls.last()?;
+            out.push(given(&step.persona));
+            let error = match f.injected {
+                Injected::Timeout => {
+                    out.push("    And the server's read deadline is 100 ms".to_owned());
+                    out.push(format!("    And the server slows \"{}\" by 500 ms", f.tool));
+                    None
+                }
+                Injected::Internal => Some(("internal", "MCP_INTERNAL_ERROR")),
+                Injected::Dependency => Some(("dependency", "MCP_DEPENDENCY_UNAVAILABLE")),
+            };
+            if let Some((kind, _)) = error {
+                out.push(format!(
+                    "    And the server fails the next calls of \"{}\" with a \"{kind}\" error",
+                    f.tool
+                ));
+            }
+            out.push(format!("    When they call the tool \"{}\" with:", step.tool));
+            out.push("      \"\"\"".to_owned());
+            out.push(format!(
+                "      {}",
+                serde_json::to_string(&ids.inbound(&step.arguments)).unwrap_or_default()
+            ));
+            out.push("      \"\"\"".to_owned());
+            match error {
+                None => out.push("    Then the call fails with \"MCP_TOOL_TIMEOUT\"".to_owned()),
+                Some((_, code)) => {
+                    out.push(format!("    Then the call fails with \"{code}\""));
+                    out.push("    And the error reveals none of these:".to_owned());
+                    for row in super::super::rules::INTERNAL_MARKERS.chunks(6) {
+                        out.push(format!("      | {} |", row.join(" | ")));
+                    }
+                }
+            }
         }
         _ => return None,
     }
@@ -567,6 +606,32 @@ mod tests {
                     persona: "manager".to_owned(),
                 }),
                 vec![step("list_orders", json!({}), json!({}))],
+            ),
+            transcript(
+                "SEC-2",
+                Replay::Fault(FaultCase {
+                    tool: "get_order".to_owned(),
+                    args: json!({}),
+                    injected: Injected::Internal,
+                }),
+                vec![step(
+                    "get_order",
+                    json!({ "restaurant_id": "rst_central", "order_id": "ord_1" }),
+                    json!({}),
+                )],
+            ),
+            transcript(
+                "LIM-4",
+                Replay::Fault(FaultCase {
+                    tool: "get_order".to_owned(),
+                    args: json!({}),
+                    injected: Injected::Timeout,
+                }),
+                vec![step(
+                    "get_order",
+                    json!({ "restaurant_id": "rst_central", "order_id": "ord_1" }),
+                    json!({}),
+                )],
             ),
             transcript(
                 "PAG-7",
