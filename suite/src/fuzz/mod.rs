@@ -126,13 +126,18 @@ enum Prop {
     Authority,
     /// A read past its deadline, or failing inside (LIM-4, SEC-2; the control API).
     Faults,
+    /// A key before and after its 24 hours on the server's clock (IDEM-6; the control API).
+    Expiry,
 }
 
 impl Prop {
     /// Run in the first round only: the property makes the same calls every time (or, for the
     /// key scoping, a new key meets the same rule).
     fn once(&self) -> bool {
-        matches!(self, Prop::Largest | Prop::Carried | Prop::KeyScope | Prop::Authority | Prop::Faults)
+        matches!(
+            self,
+            Prop::Largest | Prop::Carried | Prop::KeyScope | Prop::Authority | Prop::Faults | Prop::Expiry
+        )
     }
 }
 
@@ -265,7 +270,15 @@ impl<'a> Engine<'a> {
         // a few calls each, once.
         props.extend([Prop::Largest, Prop::Carried]);
         if self.writes {
-            props.extend([Prop::Burst, Prop::Race, Prop::KeyScope, Prop::Authority, Prop::Faults]);
+            // The clock last: it stays advanced by a day.
+            props.extend([
+                Prop::Burst,
+                Prop::Race,
+                Prop::KeyScope,
+                Prop::Authority,
+                Prop::Faults,
+                Prop::Expiry,
+            ]);
         }
         let groups: Vec<access::Group> =
             access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).collect();
@@ -294,7 +307,8 @@ impl<'a> Engine<'a> {
                 | Prop::Race
                 | Prop::KeyScope
                 | Prop::Authority
-                | Prop::Faults => {
+                | Prop::Faults
+                | Prop::Expiry => {
                     counts.2 += 1;
                     (2 << 32) + counts.2
                 }
@@ -349,6 +363,7 @@ impl<'a> Engine<'a> {
                     Prop::KeyScope => races::key_scope(self, 1, rng, None),
                     Prop::Authority => races::authority(self, rng, None),
                     Prop::Faults => races::faults(self, rng, None),
+                    Prop::Expiry => races::expiry(self, rng, None),
                 };
             }
             if self.caller.meter.borrow().calls == before {

@@ -770,3 +770,93 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
     }
     failed
 }
+
+/// A keyed write made again just before and just after 24 hours on the server's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpiryCase {
+    pub restaurant: String,
+    pub text: String,
+    pub key: String,
+}
+
+/// Seconds before the key's last minute, then past its 24 hours (features/idempotency.feature).
+const BEFORE_EXPIRY_S: u64 = 23 * 3600 + 3540;
+const PAST_EXPIRY_S: u64 = 61;
+
+/// IDEM-6: a key is remembered for 24 hours, then forgotten. The owner creates an instruction
+/// with a key; 23 h 59 min later on the server's clock (control API) the same call is a replay
+/// (`the answer is a replay`); 61 s later it is a new call (`the answer is not a replay`) and
+/// the restaurant has two instructions with the text. The clock stays advanced (the run's reset
+/// brings it back); run once, last of the properties that need the control API.
+pub fn expiry(engine: &Engine<'_>, rng: TestRng, fixed: Option<ExpiryCase>) -> bool {
+    let ctx = engine.caller.ctx;
+    let clock =
+        ctx.control.as_ref().filter(|_| ctx.capabilities.control_features.iter().any(|f| f == "clock"));
+    let Some(control) = clock else { return false };
+    let Some(busy) = engine.resolver.pools.first(IdKind::Restaurant) else { return false };
+    let keyed = engine.tool("create_instruction").is_some_and(|t| t.has_property("idempotency_key"));
+    if !keyed || engine.tool("list_instructions").is_none() {
+        return false;
+    }
+    let strategy = any::<u32>()
+        .prop_map(move |tag| ExpiryCase {
+            restaurant: busy.clone(),
+            text: format!("fuzz expiry {tag:08x}"),
+            key: format!("fuzz-expiry-{tag:08x}"),
+        })
+        .boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &ExpiryCase| Replay::Expiry(case.clone());
+    let runtime = engine.caller.runtime;
+    engine.run_property(strategy, 1, 0, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let args = instruction(&case.restaurant, &case.text, &case.key);
+        let Some(first) = trail.call("create_instruction", &args) else { return Vec::new() };
+        let mut out = trail.checked("create_instruction", &args, &first).unwrap_or_default();
+        if !succeeded(&first) || runtime.block_on(control.advance_clock(BEFORE_EXPIRY_S)).is_err() {
+            return out;
+        }
+        let Some(before) = trail.call("create_instruction", &args) else { return out };
+        out.extend(trail.checked("create_instruction", &args, &before).unwrap_or_default());
+        if !succeeded(&before) {
+            return out;
+        }
+        if !rules::is_replay(&before) {
+            let detail = format!(
+                "create_instruction: the same call and key 23 h 59 min later was not a replay ({})",
+                before.summary()
+            );
+            let mut found = vec![trail.observed("IDEM-6", detail, "create_instruction", &args, &before)];
+            found.extend(out);
+            return found;
+        }
+        if runtime.block_on(control.advance_clock(PAST_EXPIRY_S)).is_err() {
+            return out;
+        }
+        let Some(after) = trail.call("create_instruction", &args) else { return out };
+        out.extend(trail.checked("create_instruction", &args, &after).unwrap_or_default());
+        if !succeeded(&after) {
+            return out;
+        }
+        if rules::is_replay(&after) {
+            let detail = format!(
+                "create_instruction: the same call and key 24 h 1 min later was still a replay: the key was not forgotten ({})",
+                after.summary()
+            );
+            let at = trail.steps.len() - 1;
+            let mut found: Vec<Observed> = observed_at(&trail, at, "IDEM-6", detail).into_iter().collect();
+            found.extend(out);
+            return found;
+        }
+        match count_instructions(&mut trail, &case.restaurant, &case.text) {
+            Some(n) if n != 2 => {
+                let detail = format!(
+                    "create_instruction: a key forgotten after 24 h and the call made again, answered as new, left {n} instruction(s), not 2"
+                );
+                let at = trail.steps.len() - 1;
+                observed_at(&trail, at, "IDEM-6", detail).into_iter().chain(out).collect()
+            }
+            _ => out,
+        }
+    })
+}

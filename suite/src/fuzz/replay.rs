@@ -124,6 +124,9 @@ pub fn run(
         Replay::Fault(case) => {
             races::faults(&engine, rng, Some(case));
         }
+        Replay::Expiry(case) => {
+            races::expiry(&engine, rng, Some(case));
+        }
     }
     if writes
         && let Some(control) = &ctx.control

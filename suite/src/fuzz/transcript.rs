@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::access::AccessCase;
 use super::races::{
-    AuthorityCase, BurstCase, CarryCase, FaultCase, Injected, LargestCase, RaceCase, ScopeCase,
+    AuthorityCase, BurstCase, CarryCase, ExpiryCase, FaultCase, Injected, LargestCase, RaceCase, ScopeCase,
 };
 use super::report::Finding;
 use super::sequences::{BindingCase, CursorCase, PreCase, UnknownCase};
@@ -36,6 +36,7 @@ pub enum Replay {
     KeyScope(ScopeCase),
     Authority(AuthorityCase),
     Fault(FaultCase),
+    Expiry(ExpiryCase),
 }
 
 /// One call of a finding and the answer received.
@@ -314,6 +315,25 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
                     }
                 }
             }
+        }
+        Replay::Expiry(e) => {
+            let r = rst(&e.restaurant);
+            let create = format!(
+                "    When they create the instruction \"{}\" in \"{r}\" with the key \"{}\"",
+                e.text, e.key
+            );
+            let again = create.replacen("    When", "    And", 1);
+            out.push(given(first));
+            out.push(create.clone());
+            out.push("    And 23 hours and 3540 seconds pass on the server's clock".to_owned());
+            out.push(again.clone());
+            out.push("    Then the call succeeds".to_owned());
+            out.push("    And the answer is a replay".to_owned());
+            out.push("    When 0 hours and 61 seconds pass on the server's clock".to_owned());
+            out.push(again);
+            out.push("    Then the call succeeds".to_owned());
+            out.push("    And the answer is not a replay".to_owned());
+            out.push(format!("    And \"{r}\" has exactly 2 instructions \"{}\"", e.text));
         }
         _ => return None,
     }
@@ -632,6 +652,15 @@ mod tests {
                     json!({ "restaurant_id": "rst_central", "order_id": "ord_1" }),
                     json!({}),
                 )],
+            ),
+            transcript(
+                "IDEM-6",
+                Replay::Expiry(ExpiryCase {
+                    restaurant: "rst_central".to_owned(),
+                    text: "fuzz expiry 0000abcd".to_owned(),
+                    key: "fuzz-expiry-0000abcd".to_owned(),
+                }),
+                vec![step("create_instruction", json!({}), json!({}))],
             ),
             transcript(
                 "PAG-7",
