@@ -6,7 +6,8 @@
 //!
 //! Files: `budget` (how much to do), `ids` (dataset IDs by argument), `schema` (what to
 //! generate from, which mutations, which clause), `strategy` (proptest strategies), `caller`
-//! (synchronous calls, budget, rate limits), `oracle` (judging a call), `sequences`, `report`.
+//! (synchronous calls, budget, rate limits), `oracle` (judging a call), `sequences`, `races`
+//! (across sessions, clients and users; the largest records; the control API), `report`.
 
 pub mod access;
 pub mod budget;
