@@ -112,6 +112,41 @@ impl<'a> Caller<'a> {
         None
     }
 
+    /// Calls sent at the same time, each through a fresh session of its persona (initialized
+    /// side by side first), as the step `N identical calls … at once` sends them. `None`: the
+    /// budget cannot pay for them all, a persona has no token or cannot initialize, or an
+    /// answer is MCP_RATE_LIMITED (a race half limited says nothing).
+    pub fn call_at_once(&self, calls: &[(String, String, Value)]) -> Option<Vec<Exchange>> {
+        if self.meter.borrow().calls_left() < 2 * calls.len() as u64 {
+            return None;
+        }
+        let mut clients = Vec::new();
+        for (persona, _, _) in calls {
+            clients.push(self.ctx.client(persona)?);
+        }
+        self.meter.borrow_mut().calls += 2 * calls.len() as u64;
+        let clients = self.runtime.block_on(futures::future::join_all(clients.into_iter().map(
+            |mut client| async move {
+                client.initialize().await;
+                client
+            },
+        )));
+        if !clients.iter().all(McpClient::is_initialized) {
+            return None;
+        }
+        let runs = clients
+            .into_iter()
+            .zip(calls)
+            .map(|(mut client, (_, tool, args))| async move { client.call_tool(tool, args.clone()).await });
+        let answers = self.runtime.block_on(futures::future::join_all(runs));
+        if self.trace {
+            for ((_, tool, args), ex) in calls.iter().zip(&answers) {
+                eprintln!("{tool} {args} (at once) -> {}", ex.summary());
+            }
+        }
+        answers.iter().all(|ex| rate_limited(ex).is_none()).then_some(answers)
+    }
+
     /// The bearer token of the persona, for the ENV-6 echo check only (never shown).
     pub fn token(&self) -> Option<&str> {
         self.token_of(&self.persona)

@@ -6,7 +6,8 @@
 //!
 //! Files: `budget` (how much to do), `ids` (dataset IDs by argument), `schema` (what to
 //! generate from, which mutations, which clause), `strategy` (proptest strategies), `caller`
-//! (synchronous calls, budget, rate limits), `oracle` (judging a call), `sequences`, `report`.
+//! (synchronous calls, budget, rate limits), `oracle` (judging a call), `sequences`, `races`
+//! (across sessions, clients and users; the largest records; the control API), `report`.
 
 pub mod access;
 pub mod budget;
@@ -15,6 +16,7 @@ pub mod html;
 pub mod ids;
 pub mod junit;
 pub mod oracle;
+pub mod races;
 pub mod replay;
 pub mod report;
 pub mod schema;
@@ -122,6 +124,33 @@ enum Prop {
     Access(access::Group),
     /// The transport family's probes, each once (`transport`).
     Transport,
+    /// The tools that can exceed 128 KiB on the dataset's largest records (LIM-5, LIM-6, PAG-8).
+    Largest,
+    /// A cursor of the owner's reused by other personas (PAG-6).
+    Carried,
+    /// Identical keyed writes at once (IDEM-4).
+    Burst,
+    /// Moves of one order at once (PRE-4).
+    Race,
+    /// A key reused by another client and another user (IDEM-5).
+    KeyScope,
+    /// A walk whose membership ends between two pages (PAG-7; the control API).
+    Authority,
+    /// A read past its deadline, or failing inside (LIM-4, SEC-2; the control API).
+    Faults,
+    /// A key before and after its 24 hours on the server's clock (IDEM-6; the control API).
+    Expiry,
+}
+
+impl Prop {
+    /// Run in the first round only: the property makes the same calls every time (or, for the
+    /// key scoping, a new key meets the same rule).
+    fn once(&self) -> bool {
+        matches!(
+            self,
+            Prop::Largest | Prop::Carried | Prop::KeyScope | Prop::Authority | Prop::Faults | Prop::Expiry
+        )
+    }
 }
 
 /// Preflight, fuzz, report. `Err`: a configuration error (exit code 2).
@@ -244,10 +273,30 @@ impl<'a> Engine<'a> {
         }
         mutations.sort_by_key(|(k, _)| *k);
         // The access tables after each bound's first try (bounds are where servers go wrong
-        // most), then the other mutations.
+        // most) and one unknown member (one call tells whether the input schemas are enforced
+        // at all), then the other mutations.
+        let early = |repeats: usize, priority: u8, p: &Prop| {
+            repeats == 0
+                && (priority == 0
+                    || matches!(p, Prop::Mutated(_, t) if t.mutation == crate::bounds::Mutation::ExtraProperty))
+        };
         let (bounds, rest): (Vec<_>, Vec<_>) =
-            mutations.into_iter().partition(|((repeats, priority, _, _), _)| *repeats == 0 && *priority == 0);
+            mutations.into_iter().partition(|((repeats, priority, _, _), p)| early(*repeats, *priority, p));
         props.extend(bounds.into_iter().map(|(_, p)| p));
+        // The largest records, other personas' cursors and the races after the bounds too:
+        // a few calls each, once.
+        props.extend([Prop::Largest, Prop::Carried]);
+        if self.writes {
+            // The clock last: it stays advanced by a day.
+            props.extend([
+                Prop::Burst,
+                Prop::Race,
+                Prop::KeyScope,
+                Prop::Authority,
+                Prop::Faults,
+                Prop::Expiry,
+            ]);
+        }
         let groups: Vec<access::Group> =
             access::Group::ALL.into_iter().filter(|g| !self.access_rows(*g).is_empty()).collect();
         // Every group, the allowed rows last: a refused allowed row is a table broken too, and
@@ -261,18 +310,35 @@ impl<'a> Engine<'a> {
     fn fuzz(&self) {
         let plan = self.plan();
         // Each property's generator index: the properties added later (an unknown tool, the
-        // access tables) count apart, so adding one leaves the others' draws as they were.
-        let mut counts = (0u64, 0u64);
+        // access tables; then the races and largest records) count apart, so adding one leaves
+        // the others' draws as they were.
+        let mut counts = (0u64, 0u64, 0u64);
         let keys: Vec<u64> = plan
             .iter()
             .map(|p| match p {
                 // Its probes are not drawn: a key of its own, apart from both counts.
-                Prop::Transport => 2 << 32,
+                Prop::Transport => 3 << 32,
                 Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
                     counts.1 += 1;
                     (1 << 32) + counts.1
                 }
-                _ => {
+                Prop::Largest
+                | Prop::Carried
+                | Prop::Burst
+                | Prop::Race
+                | Prop::KeyScope
+                | Prop::Authority
+                | Prop::Faults
+                | Prop::Expiry => {
+                    counts.2 += 1;
+                    (2 << 32) + counts.2
+                }
+                // Named, not `_`: a new property must choose its count, or it would move these.
+                Prop::Valid(_)
+                | Prop::Mutated(..)
+                | Prop::Cursor
+                | Prop::Idempotency
+                | Prop::Precondition => {
                     counts.0 += 1;
                     counts.0 - 1
                 }
@@ -285,7 +351,7 @@ impl<'a> Engine<'a> {
                 if self.caller.spent() || self.broken.borrow().is_some() {
                     return;
                 }
-                if done[i] {
+                if done[i] || (round > 0 && prop.once()) {
                     continue;
                 }
                 // A sequence's first call may be refused (an ID of the foreign tenant): two tries.
@@ -316,6 +382,14 @@ impl<'a> Engine<'a> {
                         transport::run(self, None);
                         true
                     }
+                    Prop::Largest => races::largest(self, rng, None),
+                    Prop::Carried => races::carried_cursor(self, rng, None),
+                    Prop::Burst => races::burst(self, 1, rng, None),
+                    Prop::Race => races::race(self, 1, rng, None),
+                    Prop::KeyScope => races::key_scope(self, 1, rng, None),
+                    Prop::Authority => races::authority(self, rng, None),
+                    Prop::Faults => races::faults(self, rng, None),
+                    Prop::Expiry => races::expiry(self, rng, None),
                 };
             }
             if self.caller.meter.borrow().calls == before {

@@ -11,7 +11,7 @@ use proptest::strategy::{Just, Strategy as _};
 use super::budget::{Budget, Meter};
 use super::caller::Caller;
 use super::transcript::{Replay, Transcript};
-use super::{Engine, PERSONA, access, sequences, transport};
+use super::{Engine, PERSONA, access, races, sequences, transport};
 use crate::profile::Profile;
 
 /// Calls a replay may make at most: a cursor walk is the longest (20 pages and the tampered one).
@@ -103,6 +103,30 @@ pub fn run(
         }
         Replay::Transport { probe } => {
             transport::run(&engine, Some(&probe));
+        }
+        Replay::Largest(case) => {
+            races::largest(&engine, rng, Some(case));
+        }
+        Replay::Carried(case) => {
+            races::carried_cursor(&engine, rng, Some(case));
+        }
+        Replay::Burst(case) => {
+            races::burst(&engine, 1, rng, Some(case));
+        }
+        Replay::Race(case) => {
+            races::race(&engine, 1, rng, Some(case));
+        }
+        Replay::KeyScope(case) => {
+            races::key_scope(&engine, 1, rng, Some(case));
+        }
+        Replay::Authority(case) => {
+            races::authority(&engine, rng, Some(case));
+        }
+        Replay::Fault(case) => {
+            races::faults(&engine, rng, Some(case));
+        }
+        Replay::Expiry(case) => {
+            races::expiry(&engine, rng, Some(case));
         }
     }
     if writes

@@ -25,25 +25,35 @@ const ABSENT: [&str; 2] = ["cancelled", "rejected"];
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.";
 
 /// The calls of one sequence so far, so a finding shows the steps that led to it.
-struct Trail<'e, 'a> {
-    engine: &'e Engine<'a>,
-    steps: Vec<Call>,
+pub(super) struct Trail<'e, 'a> {
+    pub engine: &'e Engine<'a>,
+    pub steps: Vec<Call>,
 }
 
 impl<'e, 'a> Trail<'e, 'a> {
-    fn new(engine: &'e Engine<'a>) -> Self {
+    pub fn new(engine: &'e Engine<'a>) -> Self {
         Trail { engine, steps: Vec::new() }
     }
 
-    fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
-        let ex = self.engine.caller.call(tool, args);
+    pub fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
         let persona = self.engine.caller.persona.clone();
-        self.steps.push(Call { persona, tool: tool.to_owned(), args: args.clone(), ex: ex.clone() });
+        self.call_as(&persona, tool, args)
+    }
+
+    /// A call as `persona` (its own session).
+    pub fn call_as(&mut self, persona: &str, tool: &str, args: &Value) -> Option<Exchange> {
+        let ex = self.engine.caller.call_as(persona, tool, args);
+        self.steps.push(Call {
+            persona: persona.to_owned(),
+            tool: tool.to_owned(),
+            args: args.clone(),
+            ex: ex.clone(),
+        });
         ex
     }
 
     /// A failure of the call of `tool` with `args`, after the steps before it.
-    fn observed(
+    pub fn observed(
         &self,
         clause: &'static str,
         detail: String,
@@ -51,19 +61,35 @@ impl<'e, 'a> Trail<'e, 'a> {
         args: &Value,
         ex: &Exchange,
     ) -> Observed {
-        let at =
-            self.steps.iter().rposition(|c| c.tool == tool && &c.args == args).unwrap_or(self.steps.len());
         let persona = self.engine.caller.persona.clone();
+        self.observed_as(&persona, clause, detail, tool, args, ex)
+    }
+
+    /// A failure of `persona`'s call of `tool` with `args`, after the steps before it.
+    pub fn observed_as(
+        &self,
+        persona: &str,
+        clause: &'static str,
+        detail: String,
+        tool: &str,
+        args: &Value,
+        ex: &Exchange,
+    ) -> Observed {
+        let at = self
+            .steps
+            .iter()
+            .rposition(|c| c.persona == persona && c.tool == tool && &c.args == args)
+            .unwrap_or(self.steps.len());
         Observed {
             before: self.steps[..at].to_vec(),
-            ..Observed::new(Fault { clause, detail }, &persona, tool, args, ex)
+            ..Observed::new(Fault { clause, detail }, persona, tool, args, ex)
         }
     }
 
     /// Every rule of a single call (`oracle::judge`, the arguments valid), on a call of a
     /// sequence: a sequence also reaches answers the argument fuzz does not (a real cursor, a
     /// replay, a mismatch).
-    fn checked(&self, tool: &str, args: &Value, ex: &Exchange) -> Option<Vec<Observed>> {
+    pub fn checked(&self, tool: &str, args: &Value, ex: &Exchange) -> Option<Vec<Observed>> {
         let engine = self.engine;
         let faults = match engine.tool(tool) {
             Some(t) => {
@@ -307,12 +333,6 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
     let lifecycle = chataigne_contract::tools::ORDER_LIFECYCLE;
     engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
-        // The order under data.order, or as data itself (the `bare-order-data` variant).
-        let status_of = |ex: &Exchange| {
-            let data = ex.structured().and_then(|s| s.get("data"));
-            let order = data.and_then(|d| d.get("order")).or(data);
-            order.and_then(|o| o.get("status")).and_then(Value::as_str).map(str::to_owned)
-        };
         let (restaurant, order) = &orders[case.order.index(orders.len())];
         let read = json!({ "restaurant_id": restaurant, "order_id": order });
         let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
@@ -413,6 +433,14 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
         }
         Vec::new()
     })
+}
+
+/// An order's status in an answer: under data.order, or as data itself (the `bare-order-data`
+/// variant).
+pub(super) fn status_of(ex: &Exchange) -> Option<String> {
+    let data = ex.structured().and_then(|s| s.get("data"));
+    let order = data.and_then(|d| d.get("order")).or(data);
+    order.and_then(|o| o.get("status")).and_then(Value::as_str).map(str::to_owned)
 }
 
 /// A tool name that is not published: a published one with one character changed.

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::access::AccessCase;
+use super::races::{
+    AuthorityCase, BurstCase, CarryCase, ExpiryCase, FaultCase, Injected, LargestCase, RaceCase, ScopeCase,
+};
 use super::report::Finding;
 use super::sequences::{BindingCase, CursorCase, PreCase, UnknownCase};
 use super::strategy::Case;
@@ -37,6 +40,14 @@ pub enum Replay {
     Transport {
         probe: String,
     },
+    Largest(LargestCase),
+    Carried(CarryCase),
+    Burst(BurstCase),
+    Race(RaceCase),
+    KeyScope(ScopeCase),
+    Authority(AuthorityCase),
+    Fault(FaultCase),
+    Expiry(ExpiryCase),
 }
 
 /// One call of a finding and the answer received.
@@ -141,6 +152,11 @@ pub fn feature_text(t: &Transcript, ids: &IdMap) -> String {
         t.tool,
         t.mutation.as_deref().unwrap_or("valid arguments")
     ));
+    if let Some(body) = at_once_body(t, ids) {
+        lines.extend(body);
+        lines.push(String::new());
+        return lines.join("\n");
+    }
     let mut persona: Option<&str> = None;
     let mut previous: Option<&Step> = None;
     // Whether the last call was a list step: only then can `they list the next page` follow
@@ -207,6 +223,145 @@ pub fn feature_text(t: &Transcript, ids: &IdMap) -> String {
     lines.extend(outcome(t));
     lines.push(String::new());
     lines.join("\n")
+}
+
+/// The scenarios of the properties across sessions and personas (`races`), in the suite's steps
+/// for them (features/idempotency.feature, preconditions.feature, cursors.feature); `None` for
+/// the others, written call by call.
+fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
+    let first = t.calls.first().map_or("owner", |c| c.persona.as_str());
+    let given = |p: &str| format!("    Given the persona \"{p}\"");
+    let slow =
+        |tool: &str| format!("    And the server slows \"{tool}\" by {} ms", super::races::RACE_LATENCY_MS);
+    let rst = |r: &str| ids.to_dataset(r);
+    let (c1, c2) = (super::races::PRECONDITION_CODES[0], super::races::PRECONDITION_CODES[1]);
+    let mut out = Vec::new();
+    match &t.replay {
+        Replay::Burst(b) => {
+            out.push(given(first));
+            if b.slowed {
+                out.push(slow("create_instruction"));
+            }
+            let r = rst(&b.restaurant);
+            out.push(format!(
+                "    When {} identical calls create the instruction \"{}\" in \"{r}\" with the key \"{}\" at once",
+                b.calls, b.text, b.key
+            ));
+            out.push("    Then every call succeeded or was told the operation is in progress".to_owned());
+            out.push(format!("    And \"{r}\" has exactly 1 instruction \"{}\"", b.text));
+        }
+        Replay::Race(r) => {
+            let write = t.calls.iter().find(|c| c.tool == "update_order_status")?;
+            let arg = |k: &str| write.arguments.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            out.push(given(&write.persona));
+            if r.slowed {
+                out.push(slow("update_order_status"));
+            }
+            out.push(format!(
+                "    When \"{p}\" and \"{p}\" both move the same \"{}\" order of \"{}\" to \"{}\" at once",
+                arg("expected_status"),
+                rst(&arg("restaurant_id")),
+                arg("status"),
+                p = write.persona
+            ));
+            out.push(format!(
+                "    Then exactly one of the two calls succeeded, and the other failed with \"{c1}\" or \"{c2}\""
+            ));
+        }
+        Replay::KeyScope(k) => {
+            let r = rst(&k.restaurant);
+            let create = format!(
+                "    When they create the instruction \"{}\" in \"{r}\" with the key \"{}\"",
+                k.text, k.key
+            );
+            out.extend([given(first), create.clone(), given(&k.persona), create]);
+            out.push("    Then the call succeeds".to_owned());
+            out.push("    And the answer is not a replay".to_owned());
+            out.push(format!("    And \"{r}\" has exactly 2 instructions \"{}\"", k.text));
+        }
+        Replay::Carried(c) => {
+            let r = rst(c.args.get("restaurant_id").and_then(Value::as_str).unwrap_or_default());
+            let limit = c.args.get("limit").and_then(Value::as_u64).unwrap_or(5);
+            out.push(given(
+                t.calls.iter().find(|s| s.persona != c.persona).map_or("owner", |s| s.persona.as_str()),
+            ));
+            out.push(format!("    When they list the orders of \"{r}\" with limit {limit}"));
+            out.push(format!("    And the persona \"{}\" lists the next page", c.persona));
+            out.push("    Then the call fails with \"MCP_CURSOR_INVALID\"".to_owned());
+        }
+        Replay::Authority(a) => {
+            let r = rst(a.args.get("restaurant_id").and_then(Value::as_str).unwrap_or_default());
+            let limit = a.args.get("limit").and_then(Value::as_u64).unwrap_or(5);
+            out.push("    Given a fresh server state".to_owned());
+            out.push(given(&a.persona));
+            out.push(format!("    When they list the orders of \"{r}\" with limit {limit}"));
+            out.push("    Then the call succeeds".to_owned());
+            out.push(format!(
+                "    When the membership of \"{}\" in \"{}\" is revoked",
+                a.persona,
+                ids.to_dataset(&a.organization)
+            ));
+            out.push("    And they list the next page".to_owned());
+            out.push("    Then the call fails with \"MCP_RESOURCE_FORBIDDEN\"".to_owned());
+        }
+        Replay::Fault(f) => {
+            let step = t.calls.last()?;
+            out.push(given(&step.persona));
+            let error = match f.injected {
+                Injected::Timeout => {
+                    out.push("    And the server's read deadline is 100 ms".to_owned());
+                    out.push(format!("    And the server slows \"{}\" by 500 ms", f.tool));
+                    None
+                }
+                Injected::Internal => Some(("internal", "MCP_INTERNAL_ERROR")),
+                Injected::Dependency => Some(("dependency", "MCP_DEPENDENCY_UNAVAILABLE")),
+            };
+            if let Some((kind, _)) = error {
+                out.push(format!(
+                    "    And the server fails the next calls of \"{}\" with a \"{kind}\" error",
+                    f.tool
+                ));
+            }
+            out.push(format!("    When they call the tool \"{}\" with:", step.tool));
+            out.push("      \"\"\"".to_owned());
+            out.push(format!(
+                "      {}",
+                serde_json::to_string(&ids.inbound(&step.arguments)).unwrap_or_default()
+            ));
+            out.push("      \"\"\"".to_owned());
+            match error {
+                None => out.push("    Then the call fails with \"MCP_TOOL_TIMEOUT\"".to_owned()),
+                Some((_, code)) => {
+                    out.push(format!("    Then the call fails with \"{code}\""));
+                    out.push("    And the error reveals none of these:".to_owned());
+                    for row in super::super::rules::INTERNAL_MARKERS.chunks(6) {
+                        out.push(format!("      | {} |", row.join(" | ")));
+                    }
+                }
+            }
+        }
+        Replay::Expiry(e) => {
+            let r = rst(&e.restaurant);
+            let create = format!(
+                "    When they create the instruction \"{}\" in \"{r}\" with the key \"{}\"",
+                e.text, e.key
+            );
+            let again = create.replacen("    When", "    And", 1);
+            out.push(given(first));
+            out.push(create.clone());
+            out.push("    And 23 hours and 3540 seconds pass on the server's clock".to_owned());
+            out.push(again.clone());
+            out.push("    Then the call succeeds".to_owned());
+            out.push("    And the answer is a replay".to_owned());
+            out.push("    When 0 hours and 61 seconds pass on the server's clock".to_owned());
+            out.push(again);
+            out.push("    Then the call succeeds".to_owned());
+            out.push("    And the answer is not a replay".to_owned());
+            out.push(format!("    And \"{r}\" has exactly 2 instructions \"{}\"", e.text));
+        }
+        _ => return None,
+    }
+    Some(out)
 }
 
 /// `they list the orders of "ID" with limit N`: a list step, so `they list the next page` can
@@ -282,6 +437,8 @@ fn outcome(t: &Transcript) -> Vec<String> {
             }
             _ => vec![then("the result is flagged as an error")],
         },
+        "LIM-5" => vec![then("the page is marked truncated")],
+        "LIM-6" => vec![then("the call fails with \"MCP_OUTPUT_TOO_LARGE\"")],
         "ABS-2" | "PRE-3" | "PRE-1" | "IDEM-1" | "LIM-1" | "LIM-7" | "PAG-2" => {
             vec![then("the result is flagged as an error")]
         }
@@ -436,6 +593,111 @@ mod tests {
                 ],
             ),
             transcript("IDEM-3", idem, vec![step("create_organization", keyed.clone(), json!({}))]),
+            transcript(
+                "LIM-5",
+                Replay::Largest(LargestCase {
+                    tool: "list_orders".to_owned(),
+                    args: json!({ "restaurant_id": "rst_x", "limit": 50 }),
+                }),
+                vec![step("list_orders", json!({ "restaurant_id": "rst_x", "limit": 50 }), json!({}))],
+            ),
+            transcript(
+                "LIM-6",
+                Replay::Largest(LargestCase { tool: "get_transcript".to_owned(), args: json!({}) }),
+                vec![step(
+                    "get_transcript",
+                    json!({ "restaurant_id": "rst_x", "transcript_id": "trn_x" }),
+                    json!({}),
+                )],
+            ),
+            transcript(
+                "IDEM-4",
+                Replay::Burst(BurstCase {
+                    restaurant: "rst_central".to_owned(),
+                    text: "fuzz burst 0000abcd".to_owned(),
+                    key: "fuzz-burst-0000abcd".to_owned(),
+                    calls: 5,
+                    slowed: true,
+                }),
+                vec![step("create_instruction", json!({}), json!({}))],
+            ),
+            transcript(
+                "PRE-4",
+                Replay::Race(RaceCase { order: crate::fuzz::strategy::Pick(0), calls: 5, slowed: true }),
+                vec![
+                    step("get_order", json!({}), json!({})),
+                    step(
+                        "update_order_status",
+                        json!({ "restaurant_id": "rst_central", "order_id": "ord_1", "status": "accepted", "expected_status": "received" }),
+                        json!({}),
+                    ),
+                ],
+            ),
+            transcript(
+                "IDEM-5",
+                Replay::KeyScope(ScopeCase {
+                    restaurant: "rst_central".to_owned(),
+                    text: "fuzz scope 0000abcd 0".to_owned(),
+                    key: "fuzz-scope-0000abcd-0".to_owned(),
+                    persona: "owner_second_client".to_owned(),
+                }),
+                vec![step("create_instruction", json!({}), json!({}))],
+            ),
+            transcript(
+                "PAG-6",
+                Replay::Carried(CarryCase {
+                    tool: "list_orders".to_owned(),
+                    args: json!({ "restaurant_id": "rst_central", "limit": 5 }),
+                    persona: "manager".to_owned(),
+                }),
+                vec![step("list_orders", json!({}), json!({}))],
+            ),
+            transcript(
+                "SEC-2",
+                Replay::Fault(FaultCase {
+                    tool: "get_order".to_owned(),
+                    args: json!({}),
+                    injected: Injected::Internal,
+                }),
+                vec![step(
+                    "get_order",
+                    json!({ "restaurant_id": "rst_central", "order_id": "ord_1" }),
+                    json!({}),
+                )],
+            ),
+            transcript(
+                "LIM-4",
+                Replay::Fault(FaultCase {
+                    tool: "get_order".to_owned(),
+                    args: json!({}),
+                    injected: Injected::Timeout,
+                }),
+                vec![step(
+                    "get_order",
+                    json!({ "restaurant_id": "rst_central", "order_id": "ord_1" }),
+                    json!({}),
+                )],
+            ),
+            transcript(
+                "IDEM-6",
+                Replay::Expiry(ExpiryCase {
+                    restaurant: "rst_central".to_owned(),
+                    text: "fuzz expiry 0000abcd".to_owned(),
+                    key: "fuzz-expiry-0000abcd".to_owned(),
+                }),
+                vec![step("create_instruction", json!({}), json!({}))],
+            ),
+            transcript(
+                "PAG-7",
+                Replay::Authority(AuthorityCase {
+                    persona: "staff".to_owned(),
+                    tool: "list_orders".to_owned(),
+                    args: json!({ "restaurant_id": "rst_central", "limit": 5 }),
+                    user: "usr_staff".to_owned(),
+                    organization: "org_home".to_owned(),
+                }),
+                vec![step("list_orders", json!({}), json!({}))],
+            ),
         ];
         // Every probe of the transport family, as a finding's scenario.
         let probes = [
@@ -481,7 +743,7 @@ mod tests {
                 Feature::parse(&text, GherkinEnv::default()).unwrap_or_else(|e| panic!("{e}\n{text}"));
             let scenario = feature.scenarios.first().unwrap_or_else(|| panic!("no scenario in\n{text}"));
             assert!(scenario.tags.contains(&t.clause), "{text}");
-            if t.clause == "PAG-6" {
+            if t.clause == "PAG-6" && !matches!(t.replay, Replay::Carried(_)) {
                 assert!(!text.contains("next page"), "a next page without a walk: {text}");
             }
             for s in &scenario.steps {

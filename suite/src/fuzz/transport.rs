@@ -1,6 +1,6 @@
 //! The transport family: deterministic probes of the transport, the JSON-RPC envelope and the
 //! HTTP edge (PROTO-1, PROTO-2, PROTO-5, AUTH-1, AUTH-2, LIM-7, ABS-1), each one or two
-//! requests, judged by the very rules the suite's steps use (`crate::transport_rules`), never
+//! requests, judged by the very rules the suite's steps use (`crate::rules::transport`), never
 //! more. Over stdio the probes the scenarios mark `@needs-http` are skipped.
 //!
 //! A probe is named (`id "7"`, `origin null`, …): the name is its replay case, and the
@@ -14,7 +14,7 @@ use super::oracle::Fault;
 use super::transcript::Replay;
 use super::{Engine, Observed, PERSONA};
 use crate::client::{Exchange, McpClient, PROTOCOL_VERSION};
-use crate::transport_rules::{self as rules, MIRROR_CASES, Miss};
+use crate::rules::transport::{self as rules, MIRROR_CASES, Miss};
 
 /// A version no MCP revision has.
 const UNSUPPORTED: &str = "1999-01-01";

@@ -86,7 +86,7 @@ async fn they_initialize(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 
 #[then("the answer is HTTP 401 with a bearer challenge naming the resource metadata")]
 async fn challenge(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    match crate::transport_rules::bearer_challenge(w.last()?) {
+    match crate::rules::transport::bearer_challenge(w.last()?) {
         Ok(url) => {
             w.saved.insert("resource_metadata".to_owned(), url);
             Ok(())

@@ -137,7 +137,7 @@ async fn keyed_idempotent(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then("the tools are exactly the tools of the contract")]
 async fn exactly_the_catalogue(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let listed: Vec<&str> = tools(w)?.iter().map(name).collect();
-    crate::transport_rules::exactly_the_contract_tools(&listed).map_err(|m| w.fail(m.expected, m.got))
+    crate::rules::transport::exactly_the_contract_tools(&listed).map_err(|m| w.fail(m.expected, m.got))
 }
 
 /// The table lists words; a tool name containing one (between underscores or not) is refused.

@@ -3,7 +3,6 @@
 //! keys carry the scenario's canary (`CANARY`), so runs never collide on a staging server.
 
 use anyhow::anyhow;
-use chataigne_contract::ErrorCode;
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
@@ -216,12 +215,7 @@ async fn twice_overlapping(
 #[then("every call succeeded or was told the operation is in progress")]
 async fn success_or_in_progress(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     for ex in w.tool_calls().filter(|e| e.tool.as_deref() != Some("list_instructions")) {
-        let code = ex.structured().and_then(|s| s.pointer("/data/error/code")).and_then(Value::as_str);
-        let ok = match code {
-            None => ex.structured().is_some() && !ex.is_error(),
-            Some(c) => c == ErrorCode::OperationInProgress.as_str(),
-        };
-        if !ok {
+        if !crate::rules::success_or_in_progress(ex) {
             return Err(w.fail_about(Some(ex), "a success or MCP_OPERATION_IN_PROGRESS", ex.summary()));
         }
     }

@@ -336,10 +336,8 @@ async fn no_leak(w: &mut ConformanceWorld, step: &Step) -> anyhow::Result<()> {
         .collect();
     w.tool_error()?;
     let ex = w.last()?;
-    let error =
-        ex.structured().and_then(|s| s.pointer("/data/error")).map(Value::to_string).unwrap_or_default();
-    let seen = format!("{error}\n{}", ex.texts().join("\n")).to_ascii_lowercase();
-    let hits: Vec<&str> = markers.iter().filter(|m| seen.contains(m.as_str())).map(String::as_str).collect();
+    let markers: Vec<&str> = markers.iter().map(String::as_str).collect();
+    let hits = crate::rules::leaks(ex, &markers);
     if hits.is_empty() {
         Ok(())
     } else {

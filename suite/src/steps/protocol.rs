@@ -16,7 +16,7 @@ use rmcp::transport::{IntoTransport, StreamableHttpClientTransport, TokioChildPr
 use rmcp::{ClientLifecycleMode, ClientServiceExt as _};
 use serde_json::{Value, json};
 
-use crate::transport_rules::{self as rules, Miss};
+use crate::rules::transport::{self as rules, Miss};
 use crate::world::{ConformanceWorld, LibrarySession};
 
 /// A broken rule as the scenario's failure.

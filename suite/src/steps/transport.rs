@@ -10,7 +10,7 @@ use cucumber::{given, then, when};
 use serde_json::{Value, json};
 
 use crate::client::sse_messages;
-use crate::transport_rules::{self as rules, Miss};
+use crate::rules::transport::{self as rules, Miss};
 use crate::world::ConformanceWorld;
 
 /// A broken rule as the scenario's failure.

@@ -200,13 +200,7 @@ async fn race(
 async fn one_winner(w: &mut ConformanceWorld, c1: String, c2: String) -> anyhow::Result<()> {
     let calls: Vec<_> = w.tool_calls().collect();
     let [.., a, b] = calls.as_slice() else { return Err(anyhow!("this step needs two calls before it")) };
-    let code = |ex: &crate::client::Exchange| {
-        ex.structured().and_then(|s| s.pointer("/data/error/code")).and_then(Value::as_str).map(str::to_owned)
-    };
-    let (ca, cb) = (code(a), code(b));
-    let loser_ok = |c: &Option<String>| c.as_deref().is_some_and(|c| c == c1 || c == c2);
-    let won = |ex: &crate::client::Exchange, c: &Option<String>| c.is_none() && ex.structured().is_some();
-    if (won(a, &ca) && loser_ok(&cb)) || (won(b, &cb) && loser_ok(&ca)) {
+    if crate::rules::one_winner(&[*a, *b], &[c1.as_str(), c2.as_str()]).is_ok() {
         return Ok(());
     }
     Err(w.fail_about(

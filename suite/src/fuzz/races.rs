@@ -1,0 +1,862 @@
+//! Stateful properties across sessions, clients and users, and on the dataset's largest records:
+//! the tools that can exceed 128 KiB called on the record that makes the biggest answer (LIM-5,
+//! LIM-6, PAG-8); a cursor of the owner's carried to another persona (PAG-6); writes only: five
+//! identical keyed calls at once (IDEM-4), five moves of one order from one observed status at
+//! once (PRE-4), and a key reused by another OAuth client of the same user and by another user
+//! (IDEM-5). Each is judged by the rule the suite's step for it uses (`crate::rules`).
+
+use proptest::prelude::*;
+use proptest::test_runner::TestRng;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::access::Group;
+use super::ids::IdKind;
+use super::oracle::{answered, error_code, succeeded};
+use super::sequences::{Trail, status_of};
+use super::strategy::Pick;
+use super::{Call, Engine, Observed, Replay};
+use crate::client::Exchange;
+use crate::rules;
+
+/// Identical or racing calls sent at once: the features' IDEM-4 burst sends five.
+pub const AT_ONCE: usize = 5;
+/// The latency the control API adds to a racing tool, when it can: every racer is then past
+/// its checks before the first one's effect, so a race is met on every run, not by luck.
+pub const RACE_LATENCY_MS: u64 = 300;
+/// Pages of a read-back at most.
+const MAX_PAGES: usize = 20;
+
+/// A call on the dataset's record that makes the biggest answer of a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LargestCase {
+    pub tool: String,
+    pub args: Value,
+}
+
+/// The calls on the largest records: `list_orders` of the restaurant whose page of 50 is the
+/// biggest (by the dataset's orders' sizes), `get_transcript` of the longest transcript,
+/// `get_conversation` of the conversation with most messages (no `message_limit`), each in a
+/// restaurant of the fuzzing persona, the dataset's IDs mapped to the server's.
+pub fn largest_cases(engine: &Engine<'_>) -> Vec<LargestCase> {
+    let ctx = engine.caller.ctx;
+    let d = &ctx.dataset;
+    let pools = &engine.resolver.pools;
+    let server = |id: &str| ctx.id_map.to_server(id);
+    let mine = |restaurant: &str| !pools.foreign.contains(&server(restaurant));
+    let mut out = Vec::new();
+    let mut push = |tool: &str, args: Value| {
+        if let Some(t) = engine.tool(tool) {
+            let args: serde_json::Map<String, Value> = args
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| t.has_property(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            out.push(LargestCase { tool: tool.to_owned(), args: Value::Object(args) });
+        }
+    };
+    // A page of at most 50: the mean order's size times the orders a page holds.
+    let page = d
+        .restaurants
+        .iter()
+        .filter(|r| mine(&r.id))
+        .filter_map(|r| {
+            let sizes: Vec<usize> = d.orders_of(&r.id).map(bytes).collect();
+            let n = sizes.len();
+            (n > 0).then(|| (sizes.iter().sum::<usize>() * n.min(50) / n, r))
+        })
+        .max_by_key(|(bytes, r)| (*bytes, std::cmp::Reverse(r.id.clone())));
+    if let Some((_, r)) = page {
+        push("list_orders", json!({ "restaurant_id": server(&r.id), "limit": 50 }));
+    }
+    let transcript = d
+        .transcripts
+        .iter()
+        .filter(|t| mine(&t.restaurant_id))
+        .max_by_key(|t| (t.text.len(), std::cmp::Reverse(t.id.clone())));
+    if let Some(t) = transcript {
+        push(
+            "get_transcript",
+            json!({ "restaurant_id": server(&t.restaurant_id), "transcript_id": server(&t.id) }),
+        );
+    }
+    let conversation = d.conversations.iter().filter(|c| mine(&c.restaurant_id)).max_by_key(|c| {
+        (d.messages.iter().filter(|m| m.conversation_id == c.id).count(), std::cmp::Reverse(c.id.clone()))
+    });
+    if let Some(c) = conversation {
+        push(
+            "get_conversation",
+            json!({ "restaurant_id": server(&c.restaurant_id), "conversation_id": server(&c.id) }),
+        );
+    }
+    out
+}
+
+/// A dataset record's size, as JSON.
+fn bytes<T: Serialize>(record: &T) -> usize {
+    serde_json::to_string(record).map_or(0, |s| s.len())
+}
+
+/// LIM-5, LIM-6 (and PAG-8 and every rule of a single call): each largest record's call once; a
+/// list page over 128 KiB must be cut and marked truncated (`the page is marked truncated`), a
+/// single item over it refused (`the call fails with "MCP_OUTPUT_TOO_LARGE"`: a success over it
+/// is the failure; another refusal is left to the other rules).
+pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) -> bool {
+    let rows = match fixed {
+        Some(case) => vec![case],
+        None => largest_cases(engine),
+    };
+    let replay = |case: &LargestCase| Replay::Largest(case.clone());
+    let mut failed = false;
+    for row in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
+            let mut trail = Trail::new(engine);
+            let Some(ex) = trail.call(&case.tool, &case.args) else { return Vec::new() };
+            let rule = if case.tool.starts_with("list_") {
+                rules::untruncated_page(&ex).map(|d| ("LIM-5", d))
+            } else if case.tool == "get_transcript" {
+                rules::oversized_item(&ex).map(|d| ("LIM-6", d))
+            } else {
+                None
+            };
+            let mut out: Vec<Observed> = rule
+                .map(|(clause, detail)| {
+                    trail.observed(clause, format!("{}: {detail}", case.tool), &case.tool, &case.args, &ex)
+                })
+                .into_iter()
+                .collect();
+            out.extend(trail.checked(&case.tool, &case.args, &ex).unwrap_or_default());
+            out
+        });
+    }
+    failed
+}
+
+/// A cursor of the owner's `list_orders`, reused by `persona`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CarryCase {
+    pub tool: String,
+    /// The first page's arguments (the server's IDs), `limit` 5 as in the features.
+    pub args: Value,
+    pub persona: String,
+}
+
+/// The personas a cursor of the owner's is carried to: those the access tables allow to list
+/// the orders of the busy restaurant (another client of the same user first).
+pub fn carry_cases(engine: &Engine<'_>) -> Vec<CarryCase> {
+    let Some(busy) = engine.resolver.pools.first(IdKind::Restaurant) else { return Vec::new() };
+    if engine.tool("list_orders").is_none_or(|t| !t.has_property("cursor")) {
+        return Vec::new();
+    }
+    let owner = &engine.caller.persona;
+    let d = &engine.caller.ctx.dataset;
+    let user = |p: &str| d.persona(p).map(|p| p.user_id.clone());
+    let mut personas: Vec<String> = engine
+        .access_rows(Group::Allowed)
+        .into_iter()
+        .filter(|c| {
+            c.tool == "list_orders"
+                && &c.persona != owner
+                && c.arguments.get("restaurant_id").and_then(Value::as_str) == Some(busy.as_str())
+        })
+        .map(|c| c.persona)
+        .collect();
+    personas.sort_by_key(|p| (user(p) != user(owner), p.clone()));
+    personas.dedup();
+    personas
+        .into_iter()
+        .map(|persona| CarryCase {
+            tool: "list_orders".to_owned(),
+            args: json!({ "restaurant_id": busy, "limit": 5 }),
+            persona,
+        })
+        .collect()
+}
+
+/// PAG-6 (users and clients): a cursor is bound to who got it. `persona` lists the first page
+/// alone (may it?), the owner lists it and gets a cursor, `persona` sends that cursor: refused
+/// with MCP_CURSOR_INVALID, as `the persona "…" lists the next page` then `the call fails with
+/// "MCP_CURSOR_INVALID"` judges it (a persona refused the list anyway needs only a refusal).
+pub fn carried_cursor(engine: &Engine<'_>, rng: TestRng, fixed: Option<CarryCase>) -> bool {
+    let rows = match fixed {
+        Some(case) => vec![case],
+        None => carry_cases(engine),
+    };
+    let replay = |case: &CarryCase| Replay::Carried(case.clone());
+    let mut failed = false;
+    for row in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
+            let mut trail = Trail::new(engine);
+            let Some(alone) = trail.call_as(&case.persona, &case.tool, &case.args) else { return Vec::new() };
+            let allowed = succeeded(&alone);
+            let Some(first) = trail.call(&case.tool, &case.args) else { return Vec::new() };
+            // Every rule of a single call on the owner's page, the cursor's rule judged still (a
+            // difference of the ext level, such as a missing header, must not hide it).
+            let out = trail.checked(&case.tool, &case.args, &first).unwrap_or_default();
+            let cursor =
+                first.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+            let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return out };
+            let mut reused = case.args.clone();
+            reused["cursor"] = json!(cursor);
+            let Some(ex) = trail.call_as(&case.persona, &case.tool, &reused) else { return out };
+            let code = error_code(&ex);
+            if code == Some("MCP_CURSOR_INVALID") || (!allowed && ex.is_error()) || !answered(&ex).is_empty()
+            {
+                return out;
+            }
+            let owner = &engine.caller.persona;
+            let d = &engine.caller.ctx.dataset;
+            let same_user =
+                d.persona(owner).map(|p| &p.user_id) == d.persona(&case.persona).map(|p| &p.user_id);
+            let who = if same_user { "the same user through another OAuth client" } else { "another user" };
+            let detail = format!(
+                "{}: a cursor of {owner}'s reused by {} ({who}) was not refused with MCP_CURSOR_INVALID ({})",
+                case.tool,
+                case.persona,
+                ex.summary()
+            );
+            let mut found = vec![trail.observed_as(&case.persona, "PAG-6", detail, &case.tool, &reused, &ex)];
+            found.extend(out);
+            found
+        });
+    }
+    failed
+}
+
+/// Whether the control API can slow a tool (`faults`): races are then met deterministically.
+fn can_slow(engine: &Engine<'_>) -> bool {
+    let ctx = engine.caller.ctx;
+    ctx.control.is_some() && ctx.capabilities.control_features.iter().any(|f| f == "faults")
+}
+
+/// `calls` at once, `tool` slowed by the control API while they run when it can be. Each call
+/// joins the trail.
+fn at_once(
+    trail: &mut Trail<'_, '_>,
+    tool: &str,
+    calls: &[(String, String, Value)],
+    slow: bool,
+) -> Option<Vec<Exchange>> {
+    let engine = trail.engine;
+    let control = engine.caller.ctx.control.as_ref().filter(|_| slow);
+    if let Some(control) = control {
+        let fault = json!({ "tool": tool, "latency_ms": RACE_LATENCY_MS });
+        engine.caller.runtime.block_on(control.add_fault(fault)).ok()?;
+    }
+    let answers = engine.caller.call_at_once(calls);
+    if let Some(control) = control {
+        // Without it every later call of the tool would be slow (a failed clear: the reset
+        // after the run clears it).
+        let _ = engine.caller.runtime.block_on(control.clear_faults());
+    }
+    let answers = answers?;
+    for ((persona, tool, args), ex) in calls.iter().zip(&answers) {
+        trail.steps.push(Call {
+            persona: persona.clone(),
+            tool: tool.clone(),
+            args: args.clone(),
+            ex: Some(ex.clone()),
+        });
+    }
+    Some(answers)
+}
+
+/// How many instructions of `restaurant` have `text`, every page read (`None`: unreadable).
+fn count_instructions(trail: &mut Trail<'_, '_>, restaurant: &str, text: &str) -> Option<usize> {
+    let mut args = json!({ "restaurant_id": restaurant, "limit": 50 });
+    let mut count = 0;
+    for _ in 0..MAX_PAGES {
+        let ex = trail.call("list_instructions", &args)?;
+        let data = ex.structured().filter(|_| succeeded(&ex))?.get("data")?;
+        count += rules::count_with(data, "instructions", "text", text)?;
+        match ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str) {
+            Some(c) if !c.is_empty() => args["cursor"] = json!(c),
+            _ => return Some(count),
+        }
+    }
+    None
+}
+
+/// A failure on one call of a trail whose every other call comes before it.
+fn observed_at(
+    trail: &Trail<'_, '_>,
+    index: usize,
+    clause: &'static str,
+    detail: String,
+) -> Option<Observed> {
+    let call = trail.steps.get(index)?;
+    let ex = call.ex.as_ref()?;
+    let mut o = trail.observed_as(&call.persona, clause, detail, &call.tool, &call.args, ex);
+    o.before = trail.steps.iter().enumerate().filter(|(i, _)| *i != index).map(|(_, c)| c.clone()).collect();
+    Some(o)
+}
+
+/// Identical keyed writes at once: `create_instruction` in the busy restaurant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BurstCase {
+    pub restaurant: String,
+    pub text: String,
+    pub key: String,
+    pub calls: usize,
+    /// The tool was slowed by the control API while the calls ran.
+    pub slowed: bool,
+}
+
+fn instruction(restaurant: &str, text: &str, key: &str) -> Value {
+    json!({ "restaurant_id": restaurant, "text": text, "idempotency_key": key })
+}
+
+/// IDEM-4: five identical keyed calls at once act once: every answer a success or
+/// MCP_OPERATION_IN_PROGRESS (`every call succeeded or was told the operation is in progress`)
+/// and one instruction with the text (`… has exactly 1 instruction "…"`). Judged only when one
+/// call at least succeeded (a persona refused the tool is the access tables' business).
+pub fn burst(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<BurstCase>) -> bool {
+    let Some(busy) = engine.resolver.pools.first(IdKind::Restaurant) else { return false };
+    let keyed = engine.tool("create_instruction").is_some_and(|t| t.has_property("idempotency_key"));
+    if !keyed || engine.tool("list_instructions").is_none() {
+        return false;
+    }
+    let slowed = can_slow(engine);
+    let strategy = any::<u32>()
+        .prop_map(move |tag| BurstCase {
+            restaurant: busy.clone(),
+            text: format!("fuzz burst {tag:08x}"),
+            key: format!("fuzz-burst-{tag:08x}"),
+            calls: AT_ONCE,
+            slowed,
+        })
+        .boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &BurstCase| Replay::Burst(case.clone());
+    engine.run_property(strategy, cases, 0, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let args = instruction(&case.restaurant, &case.text, &case.key);
+        let owner = engine.caller.persona.clone();
+        let calls: Vec<_> = (0..case.calls).map(|_| (owner.clone(), "create_instruction".to_owned(), args.clone())).collect();
+        let Some(answers) = at_once(&mut trail, "create_instruction", &calls, case.slowed) else { return Vec::new() };
+        let mut out: Vec<Observed> = Vec::new();
+        for ex in &answers {
+            out.extend(trail.checked("create_instruction", &args, ex).unwrap_or_default());
+        }
+        if !answers.iter().any(succeeded) {
+            return out;
+        }
+        let mut found = Vec::new();
+        if let Some(i) = answers.iter().position(|ex| !rules::success_or_in_progress(ex)) {
+            let detail = format!(
+                "create_instruction: of {} identical keyed calls at once, one was neither a success nor MCP_OPERATION_IN_PROGRESS ({})",
+                case.calls,
+                answers[i].summary()
+            );
+            found.extend(observed_at(&trail, i, "IDEM-4", detail));
+        } else {
+            let count = count_instructions(&mut trail, &case.restaurant, &case.text);
+            if let Some(n) = count.filter(|n| *n != 1) {
+                let detail = format!(
+                    "create_instruction: {} identical keyed calls at once acted {n} times (one instruction with the text wanted; answers: {})",
+                    case.calls,
+                    answers.iter().map(|ex| ex.summary()).collect::<Vec<_>>().join("; ")
+                );
+                let last = trail.steps.len() - 1;
+                found.extend(observed_at(&trail, last, "IDEM-4", detail));
+            }
+        }
+        found.extend(out);
+        found
+    })
+}
+
+/// Racing moves of one order of the busy restaurant, from the status it has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RaceCase {
+    pub order: Pick,
+    pub calls: usize,
+    pub slowed: bool,
+}
+
+/// The codes a losing racer may get (PRE-4's scenarios).
+pub const PRECONDITION_CODES: [&str; 2] = ["MCP_EXPECTED_STATE_MISMATCH", "ORDER_STATUS_PRECONDITION_FAILED"];
+
+/// PRE-4: five moves of one order to its next status, all with the status read before as
+/// `expected_status`, at once: exactly one succeeds and the others are refused with
+/// MCP_EXPECTED_STATE_MISMATCH or ORDER_STATUS_PRECONDITION_FAILED (`exactly one of the two
+/// calls succeeded, and the other failed with …`), and the order has the new status. Judged
+/// only when one move at least succeeded.
+pub fn race(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<RaceCase>) -> bool {
+    if engine.tool("update_order_status").is_none() || engine.tool("get_order").is_none() {
+        return false;
+    }
+    let orders = engine.resolver.pools.received.clone();
+    if orders.is_empty() {
+        return false;
+    }
+    let slowed = can_slow(engine);
+    let strategy = Pick::any().prop_map(move |order| RaceCase { order, calls: AT_ONCE, slowed }).boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &RaceCase| Replay::Race(case.clone());
+    let lifecycle = chataigne_contract::tools::ORDER_LIFECYCLE;
+    engine.run_property(strategy, cases, 0, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let (restaurant, order) = &orders[case.order.index(orders.len())];
+        let read = json!({ "restaurant_id": restaurant, "order_id": order });
+        let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
+        // Every rule of a single call on the read, the race judged still.
+        let mut out = trail.checked("get_order", &read, &before).unwrap_or_default();
+        let Some(current) = status_of(&before) else { return out };
+        let Some(step) = lifecycle.iter().position(|s| *s == current).filter(|i| i + 1 < lifecycle.len()) else {
+            return out;
+        };
+        let next = lifecycle[step + 1];
+        let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": next, "expected_status": current });
+        let owner = engine.caller.persona.clone();
+        let calls: Vec<_> =
+            (0..case.calls).map(|_| (owner.clone(), "update_order_status".to_owned(), write.clone())).collect();
+        let Some(answers) = at_once(&mut trail, "update_order_status", &calls, case.slowed) else { return out };
+        for ex in &answers {
+            out.extend(trail.checked("update_order_status", &write, ex).unwrap_or_default());
+        }
+        if !answers.iter().any(succeeded) {
+            return out;
+        }
+        let refs: Vec<&Exchange> = answers.iter().collect();
+        let mut found = Vec::new();
+        match rules::one_winner(&refs, &PRECONDITION_CODES) {
+            Err(why) => {
+                // The second success (or the first refusal of another code) is the failing call.
+                let first = answers.iter().position(succeeded).unwrap_or(0);
+                let at = (0..answers.len())
+                    .find(|i| *i != first && !error_code(&answers[*i]).is_some_and(|c| PRECONDITION_CODES.contains(&c)))
+                    .unwrap_or(first);
+                let detail = format!(
+                    "update_order_status: {} moves of a {current} order to {next} at once, each with expected_status {current}, not one winner and the others refused with {} or {}: {why}",
+                    case.calls, PRECONDITION_CODES[0], PRECONDITION_CODES[1]
+                );
+                found.extend(observed_at(&trail, 1 + at, "PRE-4", detail));
+            }
+            Ok(_) => {
+                let Some(after) = trail.call("get_order", &read) else { return out };
+                if status_of(&after).as_deref() != Some(next) {
+                    let detail =
+                        format!("after a race of moves to {next} with one winner, get_order shows {:?}", status_of(&after));
+                    let last = trail.steps.len() - 1;
+                    found.extend(observed_at(&trail, last, "PRE-4", detail));
+                }
+            }
+        }
+        found.extend(out);
+        found
+    })
+}
+
+/// A keyed write of the owner's, then the same call with the same key by `persona`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScopeCase {
+    pub restaurant: String,
+    pub text: String,
+    pub key: String,
+    pub persona: String,
+}
+
+/// The personas a key is reused by: another OAuth client of the owner's user, and another user,
+/// each allowed by the access tables to create instructions in the busy restaurant.
+pub fn scope_personas(engine: &Engine<'_>) -> Vec<String> {
+    let Some(busy) = engine.resolver.pools.first(IdKind::Restaurant) else { return Vec::new() };
+    let owner = &engine.caller.persona;
+    let d = &engine.caller.ctx.dataset;
+    let user = |p: &str| d.persona(p).map(|p| p.user_id.clone());
+    let mut allowed: Vec<String> = engine
+        .access_rows(Group::Allowed)
+        .into_iter()
+        .filter(|c| {
+            c.tool == "create_instruction"
+                && &c.persona != owner
+                && c.arguments.get("restaurant_id").and_then(Value::as_str) == Some(busy.as_str())
+        })
+        .map(|c| c.persona)
+        .collect();
+    allowed.sort();
+    allowed.dedup();
+    let same = allowed.iter().find(|p| user(p) == user(owner)).cloned();
+    let other = allowed.iter().find(|p| user(p) != user(owner)).cloned();
+    same.into_iter().chain(other).collect()
+}
+
+/// IDEM-5: a key is scoped by OAuth client and user. The owner creates an instruction with a
+/// key; `persona` makes the same call with the same key: a success that is not a replay (`the
+/// call succeeds`, `the answer is not a replay`) and a second instruction (`… has exactly 2
+/// instructions "…"`). A refusal for another reason than the key is not judged here.
+pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<ScopeCase>) -> bool {
+    let Some(busy) = engine.resolver.pools.first(IdKind::Restaurant) else { return false };
+    let keyed = engine.tool("create_instruction").is_some_and(|t| t.has_property("idempotency_key"));
+    // Over stdio each persona has its own process: a key of one is unseen by the others.
+    if !keyed || engine.tool("list_instructions").is_none() || engine.caller.ctx.stdio.is_some() {
+        return false;
+    }
+    let rows = match fixed {
+        Some(case) => vec![Just(case).boxed()],
+        None => scope_personas(engine)
+            .into_iter()
+            .enumerate()
+            .map(|(i, persona)| {
+                let busy = busy.clone();
+                // Each persona its own key and text: the same draw for both would meet the
+                // first one's instructions.
+                any::<u32>()
+                    .prop_map(move |tag| ScopeCase {
+                        restaurant: busy.clone(),
+                        text: format!("fuzz scope {tag:08x} {i}"),
+                        key: format!("fuzz-scope-{tag:08x}-{i}"),
+                        persona: persona.clone(),
+                    })
+                    .boxed()
+            })
+            .collect(),
+    };
+    let replay = |case: &ScopeCase| Replay::KeyScope(case.clone());
+    let mut failed = false;
+    for strategy in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |= engine.run_property(strategy, cases, 0, rng.clone(), &replay, &|case| {
+            let mut trail = Trail::new(engine);
+            let args = instruction(&case.restaurant, &case.text, &case.key);
+            let Some(first) = trail.call("create_instruction", &args) else { return Vec::new() };
+            // Every rule of a single call on the first call, the key's rule judged still.
+            let out = trail.checked("create_instruction", &args, &first).unwrap_or_default();
+            if !succeeded(&first) {
+                return out;
+            }
+            let Some(second) = trail.call_as(&case.persona, "create_instruction", &args) else { return out };
+            let owner = &engine.caller.persona;
+            let d = &engine.caller.ctx.dataset;
+            let same_user = d.persona(owner).map(|p| &p.user_id) == d.persona(&case.persona).map(|p| &p.user_id);
+            let who = if same_user { "another OAuth client of the same user" } else { "another user" };
+            let keyed_refusal = matches!(error_code(&second), Some("MCP_IDEMPOTENCY_MISMATCH" | "MCP_OPERATION_IN_PROGRESS"));
+            if rules::is_replay(&second) || keyed_refusal {
+                let detail = format!(
+                    "create_instruction: {owner}'s key reused by {} ({who}) was answered as the same key ({}), not as a new call",
+                    case.persona,
+                    second.summary()
+                );
+                let mut found = vec![trail.observed_as(&case.persona, "IDEM-5", detail, "create_instruction", &args, &second)];
+                found.extend(out);
+                return found;
+            }
+            if !succeeded(&second) {
+                return out;
+            }
+            let Some(n) = count_instructions(&mut trail, &case.restaurant, &case.text) else { return out };
+            if n != 2 {
+                let detail = format!(
+                    "create_instruction: the same call and key by {owner} then by {} ({who}), both answered as new, made {n} instruction(s), not 2",
+                    case.persona
+                );
+                let last = trail.steps.len() - 1;
+                return observed_at(&trail, last, "IDEM-5", detail).into_iter().chain(out).collect();
+            }
+            out
+        });
+    }
+    failed
+}
+
+/// A walk of `persona`'s whose membership ends between two pages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthorityCase {
+    pub persona: String,
+    pub tool: String,
+    /// The first page's arguments (the server's IDs).
+    pub args: Value,
+    /// The membership revoked, in the server's IDs.
+    pub user: String,
+    pub organization: String,
+}
+
+/// The walk PAG-7 needs: a persona of another user than the fuzzing one (whose calls must go
+/// on), allowed to list the busy restaurant's orders through a membership the control API can
+/// revoke (`memberships`).
+pub fn authority_case(engine: &Engine<'_>) -> Option<AuthorityCase> {
+    let ctx = engine.caller.ctx;
+    let memberships =
+        ctx.control.is_some() && ctx.capabilities.control_features.iter().any(|f| f == "memberships");
+    if !memberships || engine.tool("list_orders").is_none_or(|t| !t.has_property("cursor")) {
+        return None;
+    }
+    let busy = engine.resolver.pools.first(IdKind::Restaurant)?;
+    let d = &ctx.dataset;
+    let busy_org =
+        d.restaurants.iter().find(|r| ctx.id_map.to_server(&r.id) == busy)?.organization_id.clone();
+    let owner_user = d.persona(&engine.caller.persona)?.user_id.clone();
+    let mut personas: Vec<String> = engine
+        .access_rows(Group::Allowed)
+        .into_iter()
+        .filter(|c| {
+            c.tool == "list_orders"
+                && c.arguments.get("restaurant_id").and_then(Value::as_str) == Some(busy.as_str())
+        })
+        .map(|c| c.persona)
+        .collect();
+    personas.sort();
+    personas.into_iter().find_map(|persona| {
+        let user = d.persona(&persona)?.user_id.clone();
+        let member =
+            d.memberships.iter().any(|m| m.user_id == user && m.organization_id == busy_org && !m.revoked);
+        (user != owner_user && member).then(|| AuthorityCase {
+            persona,
+            tool: "list_orders".to_owned(),
+            args: json!({ "restaurant_id": busy, "limit": 5 }),
+            user: ctx.id_map.to_server(&user),
+            organization: ctx.id_map.to_server(&busy_org),
+        })
+    })
+}
+
+/// PAG-7: a cursor carries no authority. `persona` lists a first page; its membership is
+/// revoked (control API); its next page must not be served (`the call fails with
+/// "MCP_RESOURCE_FORBIDDEN"`: a success is the failure, a refusal of another code is left to the
+/// other rules). The membership is restored after.
+pub fn authority(engine: &Engine<'_>, rng: TestRng, fixed: Option<AuthorityCase>) -> bool {
+    let Some(case) = fixed.or_else(|| authority_case(engine)) else { return false };
+    let Some(control) = engine.caller.ctx.control.as_ref() else { return false };
+    let replay = |case: &AuthorityCase| Replay::Authority(case.clone());
+    engine.run_property(Just(case).boxed(), 1, 0, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let Some(first) = trail.call_as(&case.persona, &case.tool, &case.args) else { return Vec::new() };
+        let cursor = first.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+        let Some(cursor) = cursor.filter(|c| !c.is_empty() && succeeded(&first)).map(str::to_owned) else {
+            return Vec::new();
+        };
+        let runtime = engine.caller.runtime;
+        if runtime.block_on(control.revoke_membership(&case.user, &case.organization)).is_err() {
+            return Vec::new();
+        }
+        let mut next = case.args.clone();
+        next["cursor"] = json!(cursor);
+        let ex = trail.call_as(&case.persona, &case.tool, &next);
+        // The persona's membership back, whatever came of it: the other properties need it.
+        let _ = runtime.block_on(control.restore_membership(&case.user, &case.organization));
+        let Some(ex) = ex else { return Vec::new() };
+        if !succeeded(&ex) {
+            return Vec::new();
+        }
+        let detail = format!(
+            "{}: the next page of {}'s walk was served after their membership was revoked ({})",
+            case.tool,
+            case.persona,
+            ex.summary()
+        );
+        vec![trail.observed_as(&case.persona, "PAG-7", detail, &case.tool, &next, &ex)]
+    })
+}
+
+/// What the control API does to one read while it is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Injected {
+    /// The read deadline shortened to 100 ms and the tool slowed by 500 ms (LIM-4).
+    Timeout,
+    /// The tool fails with an `internal` error (SEC-2).
+    Internal,
+    /// The tool fails with a `dependency` error (SEC-2).
+    Dependency,
+}
+
+/// A read of one order while the control API injects a fault.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultCase {
+    pub tool: String,
+    pub args: Value,
+    pub injected: Injected,
+}
+
+/// The faults this server's control API can inject, on `get_order` of an order of the busy
+/// restaurant (as features/deadlines.feature and data_security.feature do).
+pub fn fault_cases(engine: &Engine<'_>) -> Vec<FaultCase> {
+    let ctx = engine.caller.ctx;
+    let has = |f: &str| ctx.control.is_some() && ctx.capabilities.control_features.iter().any(|c| c == f);
+    let Some((restaurant, order)) = engine.resolver.pools.received.first().cloned() else {
+        return Vec::new();
+    };
+    if !has("faults") || engine.tool("get_order").is_none() {
+        return Vec::new();
+    }
+    let args = json!({ "restaurant_id": restaurant, "order_id": order });
+    let mut kinds = Vec::new();
+    if has("deadlines") {
+        kinds.push(Injected::Timeout);
+    }
+    kinds.extend([Injected::Internal, Injected::Dependency]);
+    kinds
+        .into_iter()
+        .map(|injected| FaultCase { tool: "get_order".to_owned(), args: args.clone(), injected })
+        .collect()
+}
+
+/// LIM-4 and SEC-2 on a read: past its deadline it fails with MCP_TOOL_TIMEOUT (`the call
+/// fails with "MCP_TOOL_TIMEOUT"`); failing inside, with MCP_INTERNAL_ERROR or
+/// MCP_DEPENDENCY_UNAVAILABLE revealing none of `rules::INTERNAL_MARKERS` (`the error reveals
+/// none of these:`). The deadline and the faults are put back after each call.
+pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bool {
+    let rows = match fixed {
+        Some(case) => vec![case],
+        None => fault_cases(engine),
+    };
+    let Some(control) = engine.caller.ctx.control.as_ref() else { return false };
+    let runtime = engine.caller.runtime;
+    let replay = |case: &FaultCase| Replay::Fault(case.clone());
+    let mut failed = false;
+    for row in rows {
+        if engine.caller.spent() {
+            break;
+        }
+        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
+            let mut trail = Trail::new(engine);
+            let read_ms = chataigne_contract::tools::Kind::Read.deadline_ms();
+            let set = match case.injected {
+                Injected::Timeout => runtime
+                    .block_on(control.set_deadlines(json!({ "read_ms": 100 })))
+                    .and_then(|()| runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))),
+                Injected::Internal => runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "internal" }))),
+                Injected::Dependency => {
+                    runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "dependency" })))
+                }
+            };
+            let ex = if set.is_ok() { trail.call(&case.tool, &case.args) } else { None };
+            // Put back whatever was set, whatever came of it: the other properties need the
+            // server as it was.
+            let _ = runtime.block_on(control.clear_faults());
+            if case.injected == Injected::Timeout {
+                let _ = runtime.block_on(control.set_deadlines(json!({ "read_ms": read_ms })));
+            }
+            let Some(ex) = ex else { return Vec::new() };
+            let out = trail.checked(&case.tool, &case.args, &ex).unwrap_or_default();
+            let finding = match case.injected {
+                Injected::Timeout => (error_code(&ex) != Some("MCP_TOOL_TIMEOUT")).then(|| {
+                    let detail = format!(
+                        "{}: a read slowed past its 100 ms deadline was not refused with MCP_TOOL_TIMEOUT ({})",
+                        case.tool,
+                        ex.summary()
+                    );
+                    ("LIM-4", detail)
+                }),
+                Injected::Internal | Injected::Dependency => {
+                    let hits = rules::leaks(&ex, rules::INTERNAL_MARKERS);
+                    (ex.is_error() && !hits.is_empty()).then(|| {
+                        let detail = format!(
+                            "{}: an injected {:?} failure was answered with an error that shows {} ({})",
+                            case.tool,
+                            case.injected,
+                            hits.join(", "),
+                            ex.summary()
+                        );
+                        ("SEC-2", detail)
+                    })
+                }
+            };
+            let Some((clause, detail)) = finding else { return out };
+            let mut found = vec![trail.observed(clause, detail, &case.tool, &case.args, &ex)];
+            found.extend(out);
+            found
+        });
+    }
+    failed
+}
+
+/// A keyed write made again just before and just after 24 hours on the server's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpiryCase {
+    pub restaurant: String,
+    pub text: String,
+    pub key: String,
+}
+
+/// Seconds before the key's last minute, then past its 24 hours (features/idempotency.feature).
+const BEFORE_EXPIRY_S: u64 = 23 * 3600 + 3540;
+const PAST_EXPIRY_S: u64 = 61;
+
+/// IDEM-6: a key is remembered for 24 hours, then forgotten. The owner creates an instruction
+/// with a key; 23 h 59 min later on the server's clock (control API) the same call is a replay
+/// (`the answer is a replay`); 61 s later it is a new call (`the answer is not a replay`) and
+/// the restaurant has two instructions with the text. The clock stays advanced (the run's reset
+/// brings it back); run once, last of the properties that need the control API.
+pub fn expiry(engine: &Engine<'_>, rng: TestRng, fixed: Option<ExpiryCase>) -> bool {
+    let ctx = engine.caller.ctx;
+    let clock =
+        ctx.control.as_ref().filter(|_| ctx.capabilities.control_features.iter().any(|f| f == "clock"));
+    let Some(control) = clock else { return false };
+    let Some(busy) = engine.resolver.pools.first(IdKind::Restaurant) else { return false };
+    let keyed = engine.tool("create_instruction").is_some_and(|t| t.has_property("idempotency_key"));
+    if !keyed || engine.tool("list_instructions").is_none() {
+        return false;
+    }
+    let strategy = any::<u32>()
+        .prop_map(move |tag| ExpiryCase {
+            restaurant: busy.clone(),
+            text: format!("fuzz expiry {tag:08x}"),
+            key: format!("fuzz-expiry-{tag:08x}"),
+        })
+        .boxed();
+    let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
+    let replay = |case: &ExpiryCase| Replay::Expiry(case.clone());
+    let runtime = engine.caller.runtime;
+    engine.run_property(strategy, 1, 0, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let args = instruction(&case.restaurant, &case.text, &case.key);
+        let Some(first) = trail.call("create_instruction", &args) else { return Vec::new() };
+        let mut out = trail.checked("create_instruction", &args, &first).unwrap_or_default();
+        if !succeeded(&first) || runtime.block_on(control.advance_clock(BEFORE_EXPIRY_S)).is_err() {
+            return out;
+        }
+        let Some(before) = trail.call("create_instruction", &args) else { return out };
+        out.extend(trail.checked("create_instruction", &args, &before).unwrap_or_default());
+        if !succeeded(&before) {
+            return out;
+        }
+        if !rules::is_replay(&before) {
+            let detail = format!(
+                "create_instruction: the same call and key 23 h 59 min later was not a replay ({})",
+                before.summary()
+            );
+            let mut found = vec![trail.observed("IDEM-6", detail, "create_instruction", &args, &before)];
+            found.extend(out);
+            return found;
+        }
+        if runtime.block_on(control.advance_clock(PAST_EXPIRY_S)).is_err() {
+            return out;
+        }
+        let Some(after) = trail.call("create_instruction", &args) else { return out };
+        out.extend(trail.checked("create_instruction", &args, &after).unwrap_or_default());
+        if !succeeded(&after) {
+            return out;
+        }
+        if rules::is_replay(&after) {
+            let detail = format!(
+                "create_instruction: the same call and key 24 h 1 min later was still a replay: the key was not forgotten ({})",
+                after.summary()
+            );
+            let at = trail.steps.len() - 1;
+            let mut found: Vec<Observed> = observed_at(&trail, at, "IDEM-6", detail).into_iter().collect();
+            found.extend(out);
+            return found;
+        }
+        match count_instructions(&mut trail, &case.restaurant, &case.text) {
+            Some(n) if n != 2 => {
+                let detail = format!(
+                    "create_instruction: a key forgotten after 24 h and the call made again, answered as new, left {n} instruction(s), not 2"
+                );
+                let at = trail.steps.len() - 1;
+                observed_at(&trail, at, "IDEM-6", detail).into_iter().chain(out).collect()
+            }
+            _ => out,
+        }
+    })
+}

@@ -1,0 +1,255 @@
+//! Rules a step of the features and the fuzzer both judge by, as small pure functions of the
+//! answers: the step says it in the domain's words (`steps`), the fuzzer applies it to the calls
+//! it makes (`fuzz`), and both reach the same verdict on the same answers. `transport` holds
+//! the transport's and the JSON-RPC envelope's.
+
+pub mod transport;
+
+use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES};
+use serde_json::Value;
+
+use crate::client::Exchange;
+
+/// The code of a tool error (`data.error.code`), if the answer is one.
+pub fn error_code(ex: &Exchange) -> Option<&str> {
+    ex.structured().and_then(|s| s.pointer("/data/error/code")).and_then(Value::as_str)
+}
+
+/// A success: a structured result that is not a tool error.
+pub fn is_success(ex: &Exchange) -> bool {
+    ex.structured().is_some() && !ex.is_error() && error_code(ex).is_none()
+}
+
+/// `meta.replayed: true` on a success (IDEM-2, IDEM-5).
+pub fn is_replay(ex: &Exchange) -> bool {
+    is_success(ex)
+        && ex.structured().and_then(|s| s.pointer("/meta/replayed")).and_then(Value::as_bool) == Some(true)
+}
+
+/// IDEM-4, `every call succeeded or was told the operation is in progress`: each of identical
+/// keyed calls at once is a success or MCP_OPERATION_IN_PROGRESS.
+pub fn success_or_in_progress(ex: &Exchange) -> bool {
+    match error_code(ex) {
+        None => ex.structured().is_some() && !ex.is_error(),
+        Some(c) => c == ErrorCode::OperationInProgress.as_str(),
+    }
+}
+
+/// PRE-4, `exactly one of the … calls succeeded, and the other failed with "A" or "B"`: of
+/// writes racing from one observed state, one succeeds and every other is refused with one of
+/// `codes`. `Err`: what the answers were instead.
+pub fn one_winner(answers: &[&Exchange], codes: &[&str]) -> Result<usize, String> {
+    let winners: Vec<usize> = (0..answers.len()).filter(|i| is_success(answers[*i])).collect();
+    let losers_ok = answers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !winners.contains(i))
+        .all(|(_, ex)| error_code(ex).is_some_and(|c| codes.contains(&c)));
+    match winners.as_slice() {
+        [one] if losers_ok => Ok(*one),
+        _ => Err(format!(
+            "{} of {} calls succeeded: {}",
+            winners.len(),
+            answers.len(),
+            answers.iter().map(|ex| ex.summary()).collect::<Vec<_>>().join("; ")
+        )),
+    }
+}
+
+/// LIM-5, `the page is marked truncated` on a page too big for 128 KiB: a success over
+/// [`MAX_STRUCTURED_BYTES`] not marked `meta.truncated: true`. `Some`: what was wrong.
+pub fn untruncated_page(ex: &Exchange) -> Option<String> {
+    let bytes = ex.structured_bytes();
+    let truncated = ex.structured().and_then(|s| s.pointer("/meta/truncated")).and_then(Value::as_bool);
+    (is_success(ex) && bytes > MAX_STRUCTURED_BYTES && truncated != Some(true)).then(|| {
+        format!("a page of {bytes} bytes (over {MAX_STRUCTURED_BYTES}) was not cut and marked truncated")
+    })
+}
+
+/// LIM-6, `the call fails with "MCP_OUTPUT_TOO_LARGE"` on an item too big for 128 KiB: a success
+/// over [`MAX_STRUCTURED_BYTES`]. `Some`: what was wrong.
+pub fn oversized_item(ex: &Exchange) -> Option<String> {
+    let bytes = ex.structured_bytes();
+    (is_success(ex) && bytes > MAX_STRUCTURED_BYTES).then(|| {
+        format!(
+            "a single item of {bytes} bytes (over {MAX_STRUCTURED_BYTES}) was returned instead of {}",
+            ErrorCode::OutputTooLarge.as_str()
+        )
+    })
+}
+
+/// `… has exactly N instructions "TEXT"`, one page: how many items under `data.{key}` have
+/// `field` equal to `text`. `None`: the page cannot be read that way (no such array, an item
+/// without a string `field`).
+pub fn count_with(data: &Value, key: &str, field: &str, text: &str) -> Option<usize> {
+    let items = data.get(key)?.as_array()?;
+    let mut n = 0;
+    for item in items {
+        n += usize::from(item.get(field)?.as_str()? == text);
+    }
+    Some(n)
+}
+
+/// SEC-2's words of a server's insides (features/data_security.feature's table of `the error
+/// reveals none of these:`, lower case).
+pub const INTERNAL_MARKERS: &[&str] = &[
+    "panicked",
+    "backtrace",
+    "stack trace",
+    ".rs:",
+    "src/",
+    "traceback",
+    "exception",
+    "select",
+    "insert into",
+    "sqlstate",
+    "postgres",
+    "sqlite",
+    "/home/",
+    "/usr/",
+    "/var/",
+    ".go:",
+    "thread '",
+    "os error",
+    "refused",
+    "timed out",
+    "errno",
+    "unwrap",
+    "null point",
+    "at line",
+];
+
+/// SEC-2, `the error reveals none of these:`: the `markers` (lower case) the error object or the
+/// text blocks of the answer show, case-insensitively.
+pub fn leaks<'m>(ex: &Exchange, markers: &[&'m str]) -> Vec<&'m str> {
+    let error =
+        ex.structured().and_then(|s| s.pointer("/data/error")).map(Value::to_string).unwrap_or_default();
+    let seen = format!("{error}\n{}", ex.texts().join("\n")).to_ascii_lowercase();
+    markers.iter().copied().filter(|m| seen.contains(m)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(structured: Value) -> Exchange {
+        let is_error = structured.pointer("/data/error").is_some();
+        let message = json!({ "jsonrpc": "2.0", "id": 1, "result": { "isError": is_error, "structuredContent": structured, "content": [] } });
+        Exchange {
+            persona: Some("owner".into()),
+            method: "tools/call".into(),
+            tool: Some("list_orders".into()),
+            url: "http://127.0.0.1:1/mcp".into(),
+            request_headers: Vec::new(),
+            request_body: String::new(),
+            request_bytes: 0,
+            rpc_id: Some(1),
+            outcome: Ok(crate::client::HttpResponse {
+                status: Some(200),
+                headers: Vec::new(),
+                content_type: "application/json".into(),
+                body: String::new(),
+                body_bytes: 0,
+                message: Some(message),
+                problem: None,
+            }),
+            elapsed: std::time::Duration::ZERO,
+            stdio: false,
+            sent_strings: Vec::new(),
+        }
+    }
+
+    fn ok(meta: Value) -> Exchange {
+        answer(json!({ "data": { "x": 1 }, "meta": meta }))
+    }
+
+    fn refused(code: &str) -> Exchange {
+        answer(json!({ "data": { "error": { "code": code } }, "meta": {} }))
+    }
+
+    #[test]
+    fn identical_calls_at_once_are_successes_or_in_progress() {
+        assert!(success_or_in_progress(&ok(json!({}))));
+        assert!(success_or_in_progress(&refused("MCP_OPERATION_IN_PROGRESS")));
+        // The duplicates-executed defect's answers are successes: the count judges it; a
+        // mismatch or any other refusal breaks this rule.
+        assert!(!success_or_in_progress(&refused("MCP_IDEMPOTENCY_MISMATCH")));
+    }
+
+    #[test]
+    fn racing_writes_have_one_winner() {
+        let (win, lose) = (ok(json!({})), refused("ORDER_STATUS_PRECONDITION_FAILED"));
+        let codes = ["MCP_EXPECTED_STATE_MISMATCH", "ORDER_STATUS_PRECONDITION_FAILED"];
+        assert_eq!(one_winner(&[&lose, &win, &lose], &codes), Ok(1));
+        // no-compare-and-set: every racer wins.
+        assert!(one_winner(&[&win, &win, &lose], &codes).is_err());
+        assert!(one_winner(&[&lose, &lose], &codes).is_err());
+        assert!(one_winner(&[&win, &refused("MCP_INTERNAL_ERROR")], &codes).is_err());
+    }
+
+    #[test]
+    fn replays_are_flagged_successes() {
+        assert!(is_replay(&ok(json!({ "replayed": true }))));
+        assert!(!is_replay(&ok(json!({ "replayed": false }))));
+        assert!(!is_replay(&ok(json!({}))));
+    }
+
+    #[test]
+    fn a_page_over_the_size_is_cut() {
+        let big = "x".repeat(MAX_STRUCTURED_BYTES);
+        let page = |truncated: bool| {
+            answer(json!({ "data": { "orders": [big] }, "meta": { "truncated": truncated } }))
+        };
+        // no-truncation: the whole page, not marked.
+        assert!(untruncated_page(&page(false)).is_some());
+        assert!(untruncated_page(&page(true)).is_none());
+        assert!(untruncated_page(&ok(json!({ "truncated": false }))).is_none());
+    }
+
+    #[test]
+    fn an_item_over_the_size_is_refused() {
+        let big = answer(
+            json!({ "data": { "transcript": { "text": "x".repeat(MAX_STRUCTURED_BYTES) } }, "meta": {} }),
+        );
+        // huge-output: the item is returned.
+        assert!(oversized_item(&big).is_some());
+        assert!(oversized_item(&refused("MCP_OUTPUT_TOO_LARGE")).is_none());
+        assert!(oversized_item(&ok(json!({}))).is_none());
+    }
+
+    #[test]
+    fn internal_detail_is_seen_in_the_error() {
+        let leak = answer(
+            json!({ "data": { "error": { "code": "MCP_INTERNAL_ERROR", "message": "thread 'main' panicked at src/db.rs:12" } }, "meta": {} }),
+        );
+        // internal-error-leaks: a stack trace in the message.
+        assert_eq!(leaks(&leak, INTERNAL_MARKERS), vec!["panicked", ".rs:", "src/", "thread '"]);
+        assert!(leaks(&refused("MCP_INTERNAL_ERROR"), INTERNAL_MARKERS).is_empty());
+    }
+
+    /// The markers are the feature's table, word for word.
+    #[test]
+    fn internal_markers_are_the_features() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../features/data_security.feature");
+        let text = std::fs::read_to_string(path).expect("features/data_security.feature");
+        let start = text.find("the error reveals none of these:").expect("the SEC-2 step");
+        let table: Vec<String> = text[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.trim_start().starts_with('|'))
+            .flat_map(|l| l.split('|').map(|c| c.trim().to_ascii_lowercase()).collect::<Vec<_>>())
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(table, INTERNAL_MARKERS);
+    }
+
+    #[test]
+    fn effects_are_counted_by_text() {
+        let data = json!({ "instructions": [{ "text": "a" }, { "text": "b" }, { "text": "a" }] });
+        assert_eq!(count_with(&data, "instructions", "text", "a"), Some(2));
+        assert_eq!(count_with(&data, "orders", "text", "a"), None);
+        assert_eq!(count_with(&json!({ "instructions": [{ "id": 1 }] }), "instructions", "text", "a"), None);
+    }
+}
