@@ -4,9 +4,13 @@
 # a real server could. Records whether the run failed, whether the fault's own clause failed (the
 # seed verdict, or the full verdict for faults of ext clauses and reference choices) and which
 # clauses failed. The healthy proxy (fault `none`) runs first and must be certified.
+# With TOOL=fuzz, `chataigne-conformance fuzz` runs instead of the suite (seed SEED, budget
+# BUDGET, the full level, writes fuzzed through the control API): a fault is caught when the run
+# has a finding, with the right clause when a finding names the fault's clause; the healthy proxy
+# must then have no finding.
 # Usage: bench/outside-faults.sh [FAULT...]
 #   env: JOBS=3 (lanes side by side; ports PORT, PORT+2, …), PORT=18400, OUT=target/outside-faults,
-#        NO_BUILD=1, SUITE=… MOCK=… PROXY=…
+#        NO_BUILD=1, SUITE=… MOCK=… PROXY=…, TOOL=suite|fuzz, SEED=7, BUDGET=1000calls
 # Writes $OUT/results.tsv (fault, clause, level, caught, right clause, clauses failed, exit, ms)
 # and $OUT/table.md.
 set -euo pipefail
@@ -15,6 +19,8 @@ JOBS=${JOBS:-3} PORT=${PORT:-18400} OUT=${OUT:-target/outside-faults}
 SUITE=${SUITE:-target/debug/chataigne-conformance}
 MOCK=${MOCK:-target/debug/chataigne-mock}
 PROXY=${PROXY:-target/debug/examples/fault_proxy}
+TOOL=${TOOL:-suite} SEED=${SEED:-7} BUDGET=${BUDGET:-1000calls}
+case $TOOL in suite | fuzz) ;; *) echo "TOOL must be suite or fuzz, not $TOOL" >&2; exit 2 ;; esac
 [[ ${NO_BUILD:-} == 1 ]] || cargo build -q -p mock-server --bins --example fault_proxy -p chataigne-conformance
 rm -rf "$OUT" && mkdir -p "$OUT"
 "$PROXY" --list 2>/dev/null > "$OUT/catalogue.tsv"
@@ -49,16 +55,23 @@ run_one() {
   local t0 code
   t0=$(date +%s%N)
   set +e
-  "$SUITE" --profile "$dir/profile.toml" --level full --report-json "$dir/report.json" > "$dir/out.txt" 2>&1
+  if [[ $TOOL == fuzz ]]; then
+    "$SUITE" fuzz --profile "$dir/profile.toml" --seed "$SEED" --budget "$BUDGET" --level full \
+      --report-json "$dir/report.json" > "$dir/out.txt" 2>&1
+  else
+    "$SUITE" --profile "$dir/profile.toml" --level full --report-json "$dir/report.json" > "$dir/out.txt" 2>&1
+  fi
   code=$?
   set -e
   kill "$mock" "$proxy" 2>/dev/null || true
   wait "$mock" "$proxy" 2>/dev/null || true
   local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   # The fault's level decides which verdict counts: seed clauses' `status`, or `full_status`.
+  # A fuzz run's failed clauses are those its findings name (all counted: --level full).
   jq -r --arg f "$name" --arg c "$clause" --arg l "$level" --arg code "$code" --arg ms "$ms" '
-    def failed: [.clauses[] | select((if $l == "seed" then .status else .full_status end) == "failed"
-                 and ($l == "full" or .level == "seed")) | .id];
+    def failed: if has("findings") then [.findings[].clause] | unique
+      else [.clauses[] | select((if $l == "seed" then .status else .full_status end) == "failed"
+                 and ($l == "full" or .level == "seed")) | .id] end;
     (failed) as $failed
     | [$f, $c, $l, (if ($failed | length) > 0 then "yes" else "no" end),
        (if ($failed | index($c)) != null then "yes" else "no" end),
@@ -67,7 +80,7 @@ run_one() {
 }
 
 started=$(date +%s)
-echo "healthy proxy (fault none) first: it must be certified"
+echo "healthy proxy (fault none) first: it must be certified ($TOOL)"
 healthy=$(run_one "$PORT" none - full)
 # Certified means a report that says so, from a run that exited 0. A run that wrote no report
 # (it crashed, or the server or proxy never started) has no failed clause either: that is no
@@ -76,9 +89,13 @@ if [[ ! -s $OUT/none/report.json ]]; then
   echo "the healthy proxy run wrote no report (exit $(cut -f7 <<<"$healthy")): no baseline — see $OUT/none/out.txt" >&2
   exit 1
 fi
-if ! jq -e '.level == "full" and .summary.certified == true' "$OUT/none/report.json" >/dev/null \
-  || [[ $(cut -f7 <<<"$healthy") != 0 ]]; then
-  echo "the healthy proxy is not certified at the full level (exit $(cut -f7 <<<"$healthy"), failed: $(cut -f6 <<<"$healthy")) — see $OUT/none/out.txt" >&2
+if [[ $TOOL == fuzz ]]; then
+  baseline='(.findings | length) == 0'
+else
+  baseline='.level == "full" and .summary.certified == true'
+fi
+if ! jq -e "$baseline" "$OUT/none/report.json" >/dev/null || [[ $(cut -f7 <<<"$healthy") != 0 ]]; then
+  echo "the healthy proxy fails its baseline ($TOOL at the full level: exit $(cut -f7 <<<"$healthy"), failed: $(cut -f6 <<<"$healthy")) — see $OUT/none/out.txt" >&2
   exit 1
 fi
 echo "  certified at the full level ($(cut -f8 <<<"$healthy") ms)"

@@ -28,15 +28,22 @@ const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 pub(super) struct Trail<'e, 'a> {
     pub engine: &'e Engine<'a>,
     pub steps: Vec<Call>,
+    /// Who `call` and `observed` call as: the fuzzer's persona unless the sequence names another.
+    persona: String,
 }
 
 impl<'e, 'a> Trail<'e, 'a> {
     pub fn new(engine: &'e Engine<'a>) -> Self {
-        Trail { engine, steps: Vec::new() }
+        Trail::as_persona(engine, &engine.caller.persona)
+    }
+
+    /// A trail whose calls are `persona`'s (the same sequence under every persona).
+    pub fn as_persona(engine: &'e Engine<'a>, persona: &str) -> Self {
+        Trail { engine, steps: Vec::new(), persona: persona.to_owned() }
     }
 
     pub fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
-        let persona = self.engine.caller.persona.clone();
+        let persona = self.persona.clone();
         self.call_as(&persona, tool, args)
     }
 
@@ -61,7 +68,7 @@ impl<'e, 'a> Trail<'e, 'a> {
         args: &Value,
         ex: &Exchange,
     ) -> Observed {
-        let persona = self.engine.caller.persona.clone();
+        let persona = self.persona.clone();
         self.observed_as(&persona, clause, detail, tool, args, ex)
     }
 
@@ -94,7 +101,8 @@ impl<'e, 'a> Trail<'e, 'a> {
         let faults = match engine.tool(tool) {
             Some(t) => {
                 let case = Case { args: args.clone(), target: None };
-                let mut faults = oracle::judge(engine.caller.ctx, t, &case, ex, engine.caller.token());
+                let token = engine.caller.token_of(&self.persona);
+                let mut faults = oracle::judge(engine.caller.ctx, t, &case, ex, token);
                 faults.extend(oracle::access(&engine.resolver.pools, tool, args, ex));
                 faults
             }
@@ -112,6 +120,9 @@ pub struct CursorCase {
     page: Pick,
     position: Pick,
     replacement: Pick,
+    /// Who walks (the same walk under every persona the tables let list it); none: the owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    persona: Option<String>,
 }
 
 /// PAG-5: every page of a list, then one of its cursors with one character changed.
@@ -137,21 +148,46 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
     if lists.is_empty() {
         return false;
     }
+    // Who may walk each list: the owner, then every persona whose row of the access tables
+    // allows it (the same walk under every persona; shrinking goes to the owner).
+    let walkers: Vec<Vec<String>> = lists
+        .iter()
+        .map(|(tool, args)| {
+            let mut personas = vec![engine.caller.persona.clone()];
+            for row in engine.access.iter().filter(|r| {
+                r.group == super::access::Group::Allowed
+                    && r.tool == *tool
+                    && r.arguments.get("restaurant_id") == args.get("restaurant_id")
+            }) {
+                if !personas.contains(&row.persona) {
+                    personas.push(row.persona.clone());
+                }
+            }
+            personas
+        })
+        .collect();
+    let owner = engine.caller.persona.clone();
     // Pages of 4 to 20 items, so a list of over 20 has several; shrinking goes to 20, fewer
     // pages to walk again.
     // Half the walks without `limit`: pages of the default size, 20 (PAG-1).
-    let strategy = (select(lists), any::<bool>(), 0u64..17, Pick::any(), Pick::any(), Pick::any())
-        .prop_map(|((tool, mut args), default, n, page, position, replacement)| {
-            if !default {
-                args["limit"] = json!(20 - n);
-            }
-            CursorCase { tool, args, page, position, replacement }
-        })
-        .boxed();
+    let indexed: Vec<(usize, (String, Value))> = lists.into_iter().enumerate().collect();
+    let strategy =
+        (select(indexed), any::<bool>(), 0u64..17, Pick::any(), Pick::any(), Pick::any(), Pick::any())
+            .prop_map(move |((i, (tool, mut args)), default, n, page, position, replacement, who)| {
+                if !default {
+                    args["limit"] = json!(20 - n);
+                }
+                let persona = Some(walkers[i][who.index(walkers[i].len())].clone()).filter(|p| *p != owner);
+                CursorCase { tool, args, page, position, replacement, persona }
+            })
+            .boxed();
     let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
     let replay = |case: &CursorCase| Replay::Cursor(case.clone());
     engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
-        let mut trail = Trail::new(engine);
+        let mut trail = match &case.persona {
+            Some(persona) => Trail::as_persona(engine, persona),
+            None => Trail::new(engine),
+        };
         let mut cursors = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut args = case.args.clone();
