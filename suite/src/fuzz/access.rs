@@ -5,7 +5,6 @@
 //! call on a record that does not exist (AUTH-4, as `the last two errors are the same but for
 //! their request_id` judges it).
 
-use proptest::prelude::*;
 use proptest::test_runner::TestRng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -138,15 +137,7 @@ pub fn sweep(
             (start..start + n).map(|i| rows[i % rows.len()].clone()).collect()
         }
     };
-    let mut failed = false;
-    for row in rows {
-        if engine.caller.spent() {
-            break;
-        }
-        failed |=
-            engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| judge(engine, case));
-    }
-    failed
+    engine.run_rows(rows, rng, &replay, &|case| judge(engine, case))
 }
 
 fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {

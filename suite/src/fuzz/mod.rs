@@ -31,7 +31,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use proptest::strategy::BoxedStrategy;
+use proptest::strategy::{BoxedStrategy, Just, Strategy as _};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use serde_json::Value;
 
@@ -443,6 +443,25 @@ impl<'a> Engine<'a> {
                 })
                 .collect()
         })
+    }
+
+    /// Each of `rows` once, each already minimal (one case, no shrinking), until the budget is
+    /// spent: the tables' rows and the fixed cases of the sequences. Returns whether one failed.
+    pub fn run_rows<T: Clone + Debug + 'static>(
+        &self,
+        rows: Vec<T>,
+        rng: TestRng,
+        replay: &dyn Fn(&T) -> Replay,
+        eval: &dyn Fn(&T) -> Vec<Observed>,
+    ) -> bool {
+        let mut failed = false;
+        for row in rows {
+            if self.caller.spent() {
+                break;
+            }
+            failed |= self.run_property(Just(row).boxed(), 1, 0, rng.clone(), replay, eval);
+        }
+        failed
     }
 
     /// Run one property through proptest, so a failure is shrunk for real. The first failure

@@ -109,32 +109,25 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
         None => largest_cases(engine),
     };
     let replay = |case: &LargestCase| Replay::Largest(case.clone());
-    let mut failed = false;
-    for row in rows {
-        if engine.caller.spent() {
-            break;
-        }
-        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
-            let mut trail = Trail::new(engine);
-            let Some(ex) = trail.call(&case.tool, &case.args) else { return Vec::new() };
-            let rule = if case.tool.starts_with("list_") {
-                rules::untruncated_page(&ex).map(|d| ("LIM-5", d))
-            } else if case.tool == "get_transcript" {
-                rules::oversized_item(&ex).map(|d| ("LIM-6", d))
-            } else {
-                None
-            };
-            let mut out: Vec<Observed> = rule
-                .map(|(clause, detail)| {
-                    trail.observed(clause, format!("{}: {detail}", case.tool), &case.tool, &case.args, &ex)
-                })
-                .into_iter()
-                .collect();
-            out.extend(trail.checked(&case.tool, &case.args, &ex).unwrap_or_default());
-            out
-        });
-    }
-    failed
+    engine.run_rows(rows, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let Some(ex) = trail.call(&case.tool, &case.args) else { return Vec::new() };
+        let rule = if case.tool.starts_with("list_") {
+            rules::untruncated_page(&ex).map(|d| ("LIM-5", d))
+        } else if case.tool == "get_transcript" {
+            rules::oversized_item(&ex).map(|d| ("LIM-6", d))
+        } else {
+            None
+        };
+        let mut out: Vec<Observed> = rule
+            .map(|(clause, detail)| {
+                trail.observed(clause, format!("{}: {detail}", case.tool), &case.tool, &case.args, &ex)
+            })
+            .into_iter()
+            .collect();
+        out.extend(trail.checked(&case.tool, &case.args, &ex).unwrap_or_default());
+        out
+    })
 }
 
 /// A cursor of the owner's `list_orders`, reused by `persona`.
@@ -188,47 +181,37 @@ pub fn carried_cursor(engine: &Engine<'_>, rng: TestRng, fixed: Option<CarryCase
         None => carry_cases(engine),
     };
     let replay = |case: &CarryCase| Replay::Carried(case.clone());
-    let mut failed = false;
-    for row in rows {
-        if engine.caller.spent() {
-            break;
+    engine.run_rows(rows, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let Some(alone) = trail.call_as(&case.persona, &case.tool, &case.args) else { return Vec::new() };
+        let allowed = succeeded(&alone);
+        let Some(first) = trail.call(&case.tool, &case.args) else { return Vec::new() };
+        // Every rule of a single call on the owner's page, the cursor's rule judged still (a
+        // difference of the ext level, such as a missing header, must not hide it).
+        let out = trail.checked(&case.tool, &case.args, &first).unwrap_or_default();
+        let cursor = first.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+        let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return out };
+        let mut reused = case.args.clone();
+        reused["cursor"] = json!(cursor);
+        let Some(ex) = trail.call_as(&case.persona, &case.tool, &reused) else { return out };
+        let code = error_code(&ex);
+        if code == Some("MCP_CURSOR_INVALID") || (!allowed && ex.is_error()) || !answered(&ex).is_empty() {
+            return out;
         }
-        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
-            let mut trail = Trail::new(engine);
-            let Some(alone) = trail.call_as(&case.persona, &case.tool, &case.args) else { return Vec::new() };
-            let allowed = succeeded(&alone);
-            let Some(first) = trail.call(&case.tool, &case.args) else { return Vec::new() };
-            // Every rule of a single call on the owner's page, the cursor's rule judged still (a
-            // difference of the ext level, such as a missing header, must not hide it).
-            let out = trail.checked(&case.tool, &case.args, &first).unwrap_or_default();
-            let cursor =
-                first.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
-            let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return out };
-            let mut reused = case.args.clone();
-            reused["cursor"] = json!(cursor);
-            let Some(ex) = trail.call_as(&case.persona, &case.tool, &reused) else { return out };
-            let code = error_code(&ex);
-            if code == Some("MCP_CURSOR_INVALID") || (!allowed && ex.is_error()) || !answered(&ex).is_empty()
-            {
-                return out;
-            }
-            let owner = &engine.caller.persona;
-            let d = &engine.caller.ctx.dataset;
-            let same_user =
-                d.persona(owner).map(|p| &p.user_id) == d.persona(&case.persona).map(|p| &p.user_id);
-            let who = if same_user { "the same user through another OAuth client" } else { "another user" };
-            let detail = format!(
-                "{}: a cursor of {owner}'s reused by {} ({who}) was not refused with MCP_CURSOR_INVALID ({})",
-                case.tool,
-                case.persona,
-                ex.summary()
-            );
-            let mut found = vec![trail.observed_as(&case.persona, "PAG-6", detail, &case.tool, &reused, &ex)];
-            found.extend(out);
-            found
-        });
-    }
-    failed
+        let owner = &engine.caller.persona;
+        let d = &engine.caller.ctx.dataset;
+        let same_user = d.persona(owner).map(|p| &p.user_id) == d.persona(&case.persona).map(|p| &p.user_id);
+        let who = if same_user { "the same user through another OAuth client" } else { "another user" };
+        let detail = format!(
+            "{}: a cursor of {owner}'s reused by {} ({who}) was not refused with MCP_CURSOR_INVALID ({})",
+            case.tool,
+            case.persona,
+            ex.summary()
+        );
+        let mut found = vec![trail.observed_as(&case.persona, "PAG-6", detail, &case.tool, &reused, &ex)];
+        found.extend(out);
+        found
+    })
 }
 
 /// Whether the control API can slow a tool (`faults`): races are then met deterministically.
@@ -713,62 +696,59 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
     let Some(control) = engine.caller.ctx.control.as_ref() else { return false };
     let runtime = engine.caller.runtime;
     let replay = |case: &FaultCase| Replay::Fault(case.clone());
-    let mut failed = false;
-    for row in rows {
-        if engine.caller.spent() {
-            break;
-        }
-        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
-            let mut trail = Trail::new(engine);
-            let read_ms = chataigne_contract::tools::Kind::Read.deadline_ms();
-            let set = match case.injected {
-                Injected::Timeout => runtime
-                    .block_on(control.set_deadlines(json!({ "read_ms": 100 })))
-                    .and_then(|()| runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))),
-                Injected::Internal => runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "internal" }))),
-                Injected::Dependency => {
-                    runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "dependency" })))
-                }
-            };
-            let ex = if set.is_ok() { trail.call(&case.tool, &case.args) } else { None };
-            // Put back whatever was set, whatever came of it: the other properties need the
-            // server as it was.
-            let _ = runtime.block_on(control.clear_faults());
-            if case.injected == Injected::Timeout {
-                let _ = runtime.block_on(control.set_deadlines(json!({ "read_ms": read_ms })));
+    engine.run_rows(rows, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let read_ms = chataigne_contract::tools::Kind::Read.deadline_ms();
+        let set = match case.injected {
+            Injected::Timeout => {
+                runtime.block_on(control.set_deadlines(json!({ "read_ms": 100 }))).and_then(|()| {
+                    runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))
+                })
             }
-            let Some(ex) = ex else { return Vec::new() };
-            let out = trail.checked(&case.tool, &case.args, &ex).unwrap_or_default();
-            let finding = match case.injected {
-                Injected::Timeout => (error_code(&ex) != Some("MCP_TOOL_TIMEOUT")).then(|| {
+            Injected::Internal => {
+                runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "internal" })))
+            }
+            Injected::Dependency => {
+                runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "dependency" })))
+            }
+        };
+        let ex = if set.is_ok() { trail.call(&case.tool, &case.args) } else { None };
+        // Put back whatever was set, whatever came of it: the other properties need the
+        // server as it was.
+        let _ = runtime.block_on(control.clear_faults());
+        if case.injected == Injected::Timeout {
+            let _ = runtime.block_on(control.set_deadlines(json!({ "read_ms": read_ms })));
+        }
+        let Some(ex) = ex else { return Vec::new() };
+        let out = trail.checked(&case.tool, &case.args, &ex).unwrap_or_default();
+        let finding = match case.injected {
+            Injected::Timeout => (error_code(&ex) != Some("MCP_TOOL_TIMEOUT")).then(|| {
+                let detail = format!(
+                    "{}: a read slowed past its 100 ms deadline was not refused with MCP_TOOL_TIMEOUT ({})",
+                    case.tool,
+                    ex.summary()
+                );
+                ("LIM-4", detail)
+            }),
+            Injected::Internal | Injected::Dependency => {
+                let hits = rules::leaks(&ex, rules::INTERNAL_MARKERS);
+                (ex.is_error() && !hits.is_empty()).then(|| {
                     let detail = format!(
-                        "{}: a read slowed past its 100 ms deadline was not refused with MCP_TOOL_TIMEOUT ({})",
+                        "{}: an injected {:?} failure was answered with an error that shows {} ({})",
                         case.tool,
+                        case.injected,
+                        hits.join(", "),
                         ex.summary()
                     );
-                    ("LIM-4", detail)
-                }),
-                Injected::Internal | Injected::Dependency => {
-                    let hits = rules::leaks(&ex, rules::INTERNAL_MARKERS);
-                    (ex.is_error() && !hits.is_empty()).then(|| {
-                        let detail = format!(
-                            "{}: an injected {:?} failure was answered with an error that shows {} ({})",
-                            case.tool,
-                            case.injected,
-                            hits.join(", "),
-                            ex.summary()
-                        );
-                        ("SEC-2", detail)
-                    })
-                }
-            };
-            let Some((clause, detail)) = finding else { return out };
-            let mut found = vec![trail.observed(clause, detail, &case.tool, &case.args, &ex)];
-            found.extend(out);
-            found
-        });
-    }
-    failed
+                    ("SEC-2", detail)
+                })
+            }
+        };
+        let Some((clause, detail)) = finding else { return out };
+        let mut found = vec![trail.observed(clause, detail, &case.tool, &case.args, &ex)];
+        found.extend(out);
+        found
+    })
 }
 
 /// A keyed write made again just before and just after 24 hours on the server's clock.

@@ -590,49 +590,42 @@ pub fn cursor_binding(
         }
     };
     let replay = |case: &BindingCase| Replay::CursorBinding(case.clone());
-    let mut failed = false;
-    for row in rows {
-        if engine.caller.spent() {
-            break;
+    engine.run_rows(rows, rng, &replay, &|case| {
+        let mut trail = Trail::new(engine);
+        let sized = |args: &Value| {
+            let mut a = args.clone();
+            a[case.size.as_str()] = json!(1);
+            a
+        };
+        let first = sized(&case.base);
+        let Some(ex) = trail.call(&case.tool, &first) else { return Vec::new() };
+        if let Some(faults) = trail.checked(&case.tool, &first, &ex) {
+            return faults;
         }
-        failed |= engine.run_property(Just(row).boxed(), 1, 0, rng.clone(), &replay, &|case| {
-            let mut trail = Trail::new(engine);
-            let sized = |args: &Value| {
-                let mut a = args.clone();
-                a[case.size.as_str()] = json!(1);
-                a
-            };
-            let first = sized(&case.base);
-            let Some(ex) = trail.call(&case.tool, &first) else { return Vec::new() };
-            if let Some(faults) = trail.checked(&case.tool, &first, &ex) {
-                return faults;
-            }
-            let cursor = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
-            let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return Vec::new() };
-            let alone = sized(&case.changed);
-            let Some(ex) = trail.call(&case.tool, &alone) else { return Vec::new() };
-            if let Some(faults) = trail.checked(&case.tool, &alone, &ex) {
-                return faults;
-            }
-            let valid_alone = succeeded(&ex);
-            let mut reused = alone.clone();
-            reused["cursor"] = json!(cursor);
-            let Some(ex) = trail.call(&case.tool, &reused) else { return Vec::new() };
-            let code = error_code(&ex);
-            if code == Some("MCP_CURSOR_INVALID") || (!valid_alone && ex.is_error()) {
-                return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
-            }
-            if !answered(&ex).is_empty() || code == Some("MCP_RATE_LIMITED") {
-                return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
-            }
-            let detail = format!(
-                "{}: a cursor reused with `{}` changed was not refused with MCP_CURSOR_INVALID ({})",
-                case.tool,
-                case.argument,
-                ex.summary()
-            );
-            vec![trail.observed("PAG-6", detail, &case.tool, &reused, &ex)]
-        });
-    }
-    failed
+        let cursor = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+        let Some(cursor) = cursor.filter(|c| !c.is_empty()).map(str::to_owned) else { return Vec::new() };
+        let alone = sized(&case.changed);
+        let Some(ex) = trail.call(&case.tool, &alone) else { return Vec::new() };
+        if let Some(faults) = trail.checked(&case.tool, &alone, &ex) {
+            return faults;
+        }
+        let valid_alone = succeeded(&ex);
+        let mut reused = alone.clone();
+        reused["cursor"] = json!(cursor);
+        let Some(ex) = trail.call(&case.tool, &reused) else { return Vec::new() };
+        let code = error_code(&ex);
+        if code == Some("MCP_CURSOR_INVALID") || (!valid_alone && ex.is_error()) {
+            return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
+        }
+        if !answered(&ex).is_empty() || code == Some("MCP_RATE_LIMITED") {
+            return trail.checked(&case.tool, &reused, &ex).unwrap_or_default();
+        }
+        let detail = format!(
+            "{}: a cursor reused with `{}` changed was not refused with MCP_CURSOR_INVALID ({})",
+            case.tool,
+            case.argument,
+            ex.summary()
+        );
+        vec![trail.observed("PAG-6", detail, &case.tool, &reused, &ex)]
+    })
 }
