@@ -70,3 +70,9 @@ Feature: The contract's tables, every case
   @AUTH-6
   Scenario: Every state change is let through to its precondition for every persona the tables allow
     Then every persona gets to the precondition of every state change the tables allow
+
+  @PROTO-2 @needs-http
+  Scenario: Every answer to an argument past its bounds carries the request's own id, whatever its kind
+    # Strings, 0, negative and large integers, spread over the rows: a server's own validation
+    # builds these answers, and a loose one turns the id into a number or drops it.
+    Then every tool answers every argument past its bounds with the request's own id, whatever its kind

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context as _, anyhow};
 use chataigne_contract::dataset::Dataset;
 use chataigne_contract::envelope::{self, ErrorBody, Meta, Parsed};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::client::{Exchange, McpClient};
 use crate::context::RunContext;
@@ -401,6 +401,27 @@ impl ConformanceWorld {
         let mut ex = client.post_raw(body.into_bytes(), Some(id), &[]).await;
         ex.method = "tools/call".to_owned();
         ex.tool = Some(tool.to_owned());
+        Ok(self.record(ex))
+    }
+
+    /// A tools/call whose JSON-RPC id is `id` (a string, 0, a negative or a large integer: the
+    /// kinds a loose implementation gets wrong), over HTTP. The answer is the one the POST
+    /// brings back; `rules::carries_id` then says whether it names `id`.
+    pub async fn call_tool_with_id(
+        &mut self,
+        tool: &str,
+        args: Value,
+        id: Value,
+    ) -> anyhow::Result<&Exchange> {
+        let args = self.ctx().id_map.outbound(&args);
+        let sent = crate::client::sent_strings(&args);
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": { "name": tool, "arguments": args } });
+        let client = self.client().await?;
+        let mut ex = client.post_raw(serde_json::to_vec(&body)?, None, &[]).await;
+        ex.method = "tools/call".to_owned();
+        ex.tool = Some(tool.to_owned());
+        ex.sent_strings = sent;
         Ok(self.record(ex))
     }
 

@@ -30,6 +30,7 @@ named_modes! {
         ZeroIdDropped = "zero-id-dropped", "PROTO-2", "a request with id 0 is answered with id null";
         StringIdAsNumber = "string-id-as-number", "PROTO-2", "a string id made of digits is answered as a number";
         ErrorIdNull = "error-id-null", "PROTO-2", "JSON-RPC error answers carry id null instead of the request's";
+        RefusalIdNull = "refusal-id-null", "PROTO-2", "a tool call refused for its arguments is answered with id null (a validation layer that builds its own answers)";
         UnknownToolAsMethod = "unknown-tool-as-method", "PROTO-2", "an unknown tool gets -32601 instead of -32602";
         OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
         OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
@@ -555,6 +556,7 @@ impl Defects {
             Defect::ZeroIdDropped,
             Defect::StringIdAsNumber,
             Defect::ErrorIdNull,
+            Defect::RefusalIdNull,
         ]
         .into_iter()
         .any(|d| self.has(d))
@@ -600,6 +602,10 @@ impl Defects {
                 answer["id"] = n.into();
             }
             if self.has(Defect::ErrorIdNull) && answer.get("error").is_some() {
+                answer["id"] = Value::Null;
+            }
+            let category = answer.pointer("/result/structuredContent/data/error/category");
+            if self.has(Defect::RefusalIdNull) && category.and_then(Value::as_str) == Some("validation") {
                 answer["id"] = Value::Null;
             }
             bytes = answer.to_string().into_bytes();

@@ -145,6 +145,22 @@ async fn malformed_requests_get_json_rpc_errors_never_a_5xx() {
     .await;
 }
 
+// PROTO-2: a tool call refused for its arguments answers the request's id, whatever its kind.
+#[tokio::test(flavor = "multi_thread")]
+async fn argument_refusals_echo_every_kind_of_id() {
+    let server = start().await;
+    for id in [json!("bound-1"), json!("42"), json!(0), json!(-7), json!(9_007_199_254_740_991_i64)] {
+        let call = json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": { "name": "list_organizations", "arguments": { "limit": 0 } },
+        });
+        let http = server.rpc("owner", &call).await;
+        assert_eq!(http.json["id"], id, "{}", http.text);
+        let code = http.json.pointer("/result/structuredContent/data/error/code");
+        assert_eq!(code, Some(&json!("MCP_INVALID_ARGUMENTS")), "{}", http.text);
+    }
+}
+
 // PROTO-2: the error answers carry the request's id, and odd-but-valid inputs are not 5xx either.
 #[tokio::test(flavor = "multi_thread")]
 async fn json_rpc_errors_echo_the_id_and_odd_inputs_are_never_5xx() {

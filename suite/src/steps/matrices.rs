@@ -11,6 +11,7 @@ use cucumber::then;
 use serde_json::{Value, json};
 
 use crate::matrices::{self, Check};
+use crate::rules;
 use crate::world::ConformanceWorld;
 
 /// The rows that failed, with the index in `history` of the first one's exchange.
@@ -73,24 +74,44 @@ fn error_category(w: &ConformanceWorld) -> Option<String> {
 /// judges access, not the rate limit. It waits what `retry_after_ms` says (plus a little: windows
 /// round), for at most a window's length in all.
 async fn call_patiently(w: &mut ConformanceWorld, tool: &str, args: Value) -> anyhow::Result<()> {
+    call_patiently_as(w, tool, args, None).await.map(drop)
+}
+
+/// [`call_patiently`] on a request whose JSON-RPC id is `id(attempt)` (each attempt its own id:
+/// MCP forbids reusing one in a session). Gives the id of the request answered last.
+async fn call_patiently_as(
+    w: &mut ConformanceWorld,
+    tool: &str,
+    args: Value,
+    id: Option<&dyn Fn(u32) -> Value>,
+) -> anyhow::Result<Option<Value>> {
     const PATIENCE_MS: u64 = 65_000;
     let mut waited = 0;
-    loop {
-        w.call_tool(tool, args.clone()).await?;
+    let mut sent = None;
+    for attempt in 0.. {
+        match id {
+            Some(id) => {
+                let this = id(attempt);
+                sent = Some(this.clone());
+                w.call_tool_with_id(tool, args.clone(), this).await.map(drop)?;
+            }
+            None => w.call_tool(tool, args.clone()).await.map(drop)?,
+        }
         let wait = w.last().ok().and_then(|ex| {
             let error = ex.structured()?.pointer("/data/error")?;
             (error.get("category")?.as_str()? == "rate_limit")
                 .then(|| error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000))
         });
-        let Some(ms) = wait else { return Ok(()) };
+        let Some(ms) = wait else { return Ok(sent) };
         let ms = ms.clamp(1, PATIENCE_MS) + 50;
         if waited + ms > PATIENCE_MS {
-            return Ok(());
+            return Ok(sent);
         }
         waited += ms;
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         w.check_deadline()?;
     }
+    Ok(sent)
 }
 
 fn with(args: &Value, key: &str, value: Value) -> Value {
@@ -294,20 +315,7 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
             w.dirty = true;
         }
         call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
-        let category = error_category(w);
-        let category = category.as_deref();
-        let ex = w.last()?;
-        let invalid_params =
-            ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602);
-        // A broken ID is also what the access checks look up: a server that checks access before
-        // the input schema (AUTH-8's order is the reference's choice) refuses it as forbidden or
-        // not found, which refuses it all the same.
-        let access_refusal =
-            row.argument.ends_with("_id") && matches!(category, Some("authorization" | "not_found"));
-        let held = match row.expect {
-            matrices::Expect::Refused => category == Some("validation") || invalid_params || access_refusal,
-            matrices::Expect::Served => outcome(w) == "success",
-        };
+        let held = bound_held(w, row)?;
         // The seed names no code for these refusals; the reference's is MCP_INVALID_ARGUMENTS.
         let code = error_code(w);
         if held && row.expect == matrices::Expect::Refused && code.as_deref() != Some(reference) {
@@ -334,6 +342,77 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
         );
     }
     misses.verdict(w, rows.len(), &format!("every input bound under {clause} held at its edge"))
+}
+
+/// Whether the last answer is what `row` expects: past the bound, refused for the arguments (a
+/// validation error or MCP's -32602); on it, served.
+fn bound_held(w: &ConformanceWorld, row: &matrices::BoundRow) -> anyhow::Result<bool> {
+    let category = error_category(w);
+    let category = category.as_deref();
+    let ex = w.last()?;
+    let invalid_params = ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602);
+    // A broken ID is also what the access checks look up: a server that checks access before
+    // the input schema (AUTH-8's order is the reference's choice) refuses it as forbidden or
+    // not found, which refuses it all the same.
+    let access_refusal =
+        row.argument.ends_with("_id") && matches!(category, Some("authorization" | "not_found"));
+    Ok(match row.expect {
+        matrices::Expect::Refused => category == Some("validation") || invalid_params || access_refusal,
+        matrices::Expect::Served => outcome(w) == "success",
+    })
+}
+
+/// The id kinds a loose implementation gets wrong on a refusal it builds itself (JSON-RPC 2.0
+/// §5: the answer's id is the request's, string or number): the `n`th row's, unique in the
+/// session (the client's own ids are small positive integers, 0 excepted).
+fn varied_id(n: usize, attempt: u32) -> Value {
+    let tag = n * 100 + attempt as usize;
+    match n % 5 {
+        _ if n == 0 && attempt == 0 => json!(0),
+        0 | 1 => json!(format!("bound-{tag}")),
+        2 => json!(format!("{}", 9_000_000 + tag)),
+        3 => json!(-1 - tag as i64),
+        _ => json!((1_i64 << 53) - 1 - tag as i64),
+    }
+}
+
+/// PROTO-2 on the paths a server's own validation answers: every refused input bound of every
+/// tool (`matrices::bound_rows`), each on a request of another id kind, answers that id with its
+/// type. Whether it is refused is the bound matrices' to judge, under each row's clause (a server
+/// may clamp an ext bound, and then answers from another path: the id must still be there).
+#[then("every tool answers every argument past its bounds with the request's own id, whatever its kind")]
+async fn bound_ids_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows: Vec<_> = matrices::bound_rows(w.dataset())
+        .into_iter()
+        .filter(|r| r.expect == matrices::Expect::Refused)
+        .collect();
+    if rows.is_empty() {
+        return Err(w.fail("refused input bounds", "none derived from the contract"));
+    }
+    let mut misses = Misses::default();
+    for (n, row) in rows.iter().enumerate() {
+        if row.tool.kind().is_write() {
+            w.dirty = true;
+        }
+        let id = move |attempt| varied_id(n, attempt);
+        let sent = call_patiently_as(w, row.tool.as_str(), row.args.clone(), Some(&id)).await?;
+        let ex = w.last()?;
+        let carried = sent.as_ref().is_some_and(|sent| rules::transport::carries_id(ex, sent).is_ok());
+        if !carried {
+            let got = ex.message().and_then(|m| m.get("id")).map_or("none".to_owned(), Value::to_string);
+            let sent = sent.map_or("none".to_owned(), |v| v.to_string());
+            misses.add(
+                w,
+                format!(
+                    "{} with {} (id {sent}): {}, answer id {got}",
+                    row.tool.as_str(),
+                    row.edge,
+                    outcome(w)
+                ),
+            );
+        }
+    }
+    misses.verdict(w, rows.len(), "every answer to an argument past its bounds names the request's id")
 }
 
 /// The tables' allowed side for writes, without an effect: every state change a persona's scope,
