@@ -76,3 +76,11 @@ Feature: The contract's tables, every case
     # Strings, 0, negative and large integers, spread over the rows: a server's own validation
     # builds these answers, and a loose one turns the id into a number or drops it.
     Then every tool answers every argument past its bounds with the request's own id, whatever its kind
+
+  @LIM-5
+  Scenario: Every page too big for 128 KiB is cut, whatever the filter and the persona, and loses nothing
+    Then every page the dataset makes too big for 128 KiB is cut and marked truncated, under every filter and persona that reaches it, and its walk loses nothing
+
+  @LIM-6
+  Scenario: Every record too big for 128 KiB is refused as too large, to every persona that reaches it
+    Then every record the dataset makes too big for 128 KiB is refused as too large to every persona that reaches it

@@ -10,11 +10,13 @@
 //! - [`bound_rows`]: every member of every tool's input schema just past each of its bounds (and
 //!   of the wrong type, missing, outside its enum or pattern), and for reads at each bound,
 //!   filed under the clause of the bound (`crate::bounds`);
-//! - [`forward_moves`]: every step forward of the order lifecycle (PRE-3).
+//! - [`forward_moves`]: every step forward of the order lifecycle (PRE-3);
+//! - [`page_size_rows`], [`item_size_rows`]: every page and every record the dataset makes bigger
+//!   than 128 KiB, under every filter and persona that reaches it (LIM-5, LIM-6).
 
 use chataigne_contract::dataset::{Dataset, Persona};
 use chataigne_contract::tools::{ORDER_LIFECYCLE, ORDER_STATUSES};
-use chataigne_contract::{ErrorCode, ToolName};
+use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES, ToolName};
 use serde_json::{Map, Value, json};
 
 /// Arguments that size a page rather than select items: changing them keeps a cursor (PAG-6).
@@ -524,9 +526,182 @@ fn access_args(
     })
 }
 
+/// One row of the size matrices: `persona` calls `tool` with `args`, an answer the dataset makes
+/// bigger than 128 KiB. For a page, `ids` are the dataset's records it lists (its walk must give
+/// each once) and `key` the array under `data` that holds them; for a single record, both empty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeRow {
+    pub persona: String,
+    pub tool: ToolName,
+    pub restaurant: String,
+    /// The filter in a few words (`no filter`, `channel = "catering"`).
+    pub filter: String,
+    pub args: Value,
+    pub ids: Vec<String>,
+    pub key: String,
+}
+
+/// The dataset's records `tool` reads in `restaurant`, as JSON (their size is the estimate of an
+/// answer's). `None`: a tool whose records the dataset does not hold whole (analytics, search
+/// snippets), or that holds no record of a restaurant.
+fn records_of(dataset: &Dataset, tool: ToolName, restaurant: &str) -> Option<Vec<Value>> {
+    use ToolName::*;
+    fn json<T: serde::Serialize>(records: impl Iterator<Item = T>) -> Vec<Value> {
+        records.filter_map(|r| serde_json::to_value(r).ok()).collect()
+    }
+    let r = restaurant;
+    Some(match tool {
+        ListOrders | GetOrder => json(dataset.orders_of(r)),
+        ListConversations => json(dataset.conversations.iter().filter(|c| c.restaurant_id == r)),
+        ListInstructions => json(dataset.instructions.iter().filter(|i| i.restaurant_id == r)),
+        GetTranscript => json(dataset.transcripts.iter().filter(|t| t.restaurant_id == r)),
+        _ => return None,
+    })
+}
+
+/// A record's size as JSON.
+fn size(record: &Value) -> usize {
+    record.to_string().len()
+}
+
+/// The array under `data` a list tool's answer holds its items in (its published data shape).
+pub fn list_key(tool: ToolName) -> Option<String> {
+    let shape = tool.data_shape();
+    let properties = shape.get("properties")?.as_object()?;
+    properties.iter().find(|(_, p)| p.get("type") == Some(&json!("array"))).map(|(k, _)| k.clone())
+}
+
+/// The (persona, restaurant) pairs the access tables let call `tool`.
+fn reaching(dataset: &Dataset, tool: ToolName) -> Vec<(String, String)> {
+    access_rows(dataset)
+        .into_iter()
+        .filter(|r| r.tool == tool && r.fails.is_empty())
+        .map(|r| (r.persona, r.restaurant))
+        .collect()
+}
+
+/// LIM-5 for every list tool × every filter value its schema enumerates (and none) × every persona
+/// and restaurant the tables allow, where even the smallest records of the dataset would make a
+/// page of the largest `limit` bigger than 128 KiB (a lower bound: the server's own rendering
+/// may differ, so the step judges the answer's real size).
+pub fn page_size_rows(dataset: &Dataset) -> Vec<SizeRow> {
+    let mut rows = Vec::new();
+    for &tool in ToolName::ALL {
+        let schema = tool.input_schema();
+        let (Some(key), Some(largest)) =
+            (list_key(tool), schema.pointer("/properties/limit/maximum").and_then(Value::as_u64))
+        else {
+            continue;
+        };
+        let mut filters: Vec<(String, Option<(String, Value)>)> = vec![("no filter".to_owned(), None)];
+        for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+            if is_timestamp(property) {
+                continue;
+            }
+            for value in values(name, property) {
+                filters.push((format!("{name} = {value}"), Some((name.clone(), value))));
+            }
+        }
+        for (persona, restaurant) in reaching(dataset, tool) {
+            let Some(records) = records_of(dataset, tool, &restaurant) else { continue };
+            for (filter, selection) in &filters {
+                let kept: Vec<&Value> = records
+                    .iter()
+                    .filter(|r| match selection {
+                        None => true,
+                        Some((name, Value::Array(any))) => any.contains(&r[name.as_str()]),
+                        Some((name, value)) => &r[name.as_str()] == value,
+                    })
+                    .collect();
+                let mut sizes: Vec<usize> = kept.iter().map(|r| size(r)).collect();
+                sizes.sort_unstable();
+                let smallest_page: usize = sizes.iter().take(largest as usize).sum();
+                if smallest_page <= MAX_STRUCTURED_BYTES {
+                    continue;
+                }
+                let mut args = json!({ "restaurant_id": restaurant, "limit": largest });
+                if let Some((name, value)) = selection {
+                    args[name.as_str()] = value.clone();
+                }
+                rows.push(SizeRow {
+                    persona: persona.clone(),
+                    tool,
+                    restaurant: restaurant.clone(),
+                    filter: filter.clone(),
+                    args,
+                    ids: kept.iter().filter_map(|r| r["id"].as_str().map(str::to_owned)).collect(),
+                    key: key.clone(),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// LIM-6 for every tool that returns one record × every record of the dataset bigger than
+/// 128 KiB × every persona the tables let read it.
+pub fn item_size_rows(dataset: &Dataset) -> Vec<SizeRow> {
+    let mut rows = Vec::new();
+    for &tool in ToolName::ALL {
+        if list_key(tool).is_some() || tool.kind().is_write() {
+            continue;
+        }
+        let schema = tool.input_schema();
+        let required = chataigne_contract::schema::required(&schema);
+        let Some(id_arg) = required.iter().find(|n| n.ends_with("_id") && **n != "restaurant_id") else {
+            continue;
+        };
+        for (persona, restaurant) in reaching(dataset, tool) {
+            let Some(records) = records_of(dataset, tool, &restaurant) else { continue };
+            for record in records.iter().filter(|r| size(r) > MAX_STRUCTURED_BYTES) {
+                let Some(id) = record["id"].as_str() else { continue };
+                rows.push(SizeRow {
+                    persona: persona.clone(),
+                    tool,
+                    restaurant: restaurant.clone(),
+                    filter: format!("{id_arg} = {id}"),
+                    args: json!({ "restaurant_id": restaurant, *id_arg: id }),
+                    ids: Vec::new(),
+                    key: String::new(),
+                });
+            }
+        }
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn the_size_rows_are_the_pages_and_records_over_128_kib_for_every_filter_and_persona() {
+        let d = chataigne_contract::dataset::generate();
+        let large = d.landmarks.large_orders_restaurant.clone();
+        let pages = page_size_rows(&d);
+        let shown: Vec<String> = pages
+            .iter()
+            .map(|r| format!("{} {} {} {}", r.persona, r.tool.as_str(), r.restaurant, r.filter))
+            .collect();
+        // The large restaurant's 50 orders unfiltered, and through each filter that keeps over
+        // 128 KiB of them (most are completed).
+        assert!(shown.contains(&format!("owner list_orders {large} no filter")), "{shown:#?}");
+        assert!(shown.contains(&format!("owner list_orders {large} status = [\"completed\"]")), "{shown:#?}");
+        assert!(!shown.iter().any(|s| s.contains("status = [\"received\"]")), "{shown:#?}");
+        assert!(pages.iter().all(|r| r.key == "orders" && r.args["limit"] == 50), "{shown:#?}");
+        assert!(pages.iter().filter(|r| r.filter == "no filter").all(|r| r.ids.len() == 50));
+        // Every persona the tables let list the large restaurant's orders, not the owner alone.
+        let personas: BTreeSet<&str> = pages.iter().map(|r| r.persona.as_str()).collect();
+        assert!(personas.len() > 1, "{personas:?}");
+        let items = item_size_rows(&d);
+        let huge = d.landmarks.huge_transcript.clone();
+        assert!(!items.is_empty());
+        assert!(
+            items.iter().all(|r| r.tool == ToolName::GetTranscript && r.args["transcript_id"] == huge),
+            "{items:#?}"
+        );
+    }
 
     fn dataset() -> Dataset {
         chataigne_contract::dataset::generate()

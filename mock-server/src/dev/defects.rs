@@ -61,6 +61,7 @@ named_modes! {
         RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
         ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
         NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
+        FilteredPageUncut = "filtered-page-uncut", "LIM-5", "a page filtered by status is not shortened to fit 128 KiB, so it is refused as too large (the filtered query path skips the cut)";
         HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
         BodyUnbounded = "body-unbounded", "LIM-7", "request bodies over 1 MiB are accepted";
         PreconditionOptional = "precondition-optional", "PRE-1", "expected_status may be omitted";
@@ -351,6 +352,11 @@ impl Defects {
 
     pub fn no_truncation(&self) -> bool {
         self.has(Defect::NoTruncation) || self.has(Defect::HugeOutput)
+    }
+
+    /// Whether a page is left whole past 128 KiB; `filtered`: the call filters by status.
+    pub fn page_uncut(&self, filtered: bool) -> bool {
+        self.no_truncation() || (filtered && self.has(Defect::FilteredPageUncut))
     }
 
     /// Arguments a cursor is not bound to, besides the page size and the cursor itself.

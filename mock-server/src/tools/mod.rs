@@ -165,12 +165,13 @@ pub fn take_page(
 ) -> Result<Page, ToolError> {
     let budget = MAX_STRUCTURED_BYTES - ENVELOPE_RESERVE;
     let (mut out, mut used, mut last) = (Vec::new(), 0usize, None);
+    let uncut = call.app.defects.page_uncut(call.args.get("status").is_some());
     for (key, value) in items {
         if out.len() == limit {
             return Ok(Page { items: out, next: last, truncated: false });
         }
         let size = json_len(&value) + 1;
-        if used + size > budget && !call.app.defects.no_truncation() {
+        if used + size > budget && !uncut {
             if out.is_empty() {
                 return Err(ErrorCode::OutputTooLarge.into());
             }

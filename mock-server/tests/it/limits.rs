@@ -96,6 +96,27 @@ async fn a_page_over_128_kib_is_shortened_and_continues_exactly() {
     assert_eq!(small.meta()["truncated"], false);
 }
 
+// LIM-5 through a filter: the filtered query path is cut as the plain one is, for every
+// persona that may list the orders.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_filtered_page_over_128_kib_is_truncated_too() {
+    let server = start().await;
+    let args = json!({ "restaurant_id": "rst_large", "limit": 50, "status": ["completed"] });
+    let completed: Vec<String> = orders_newest_first("rst_large")
+        .iter()
+        .filter(|o| o.status == "completed")
+        .map(|o| o.id.clone())
+        .collect();
+    for persona in ["owner", "manager", "viewer"] {
+        let first = server.call(persona, "list_orders", args.clone()).await;
+        assert_eq!(first.meta()["truncated"], true, "{persona}: {}", first.body);
+        assert!(first.next_cursor().is_some(), "{persona}");
+        let pages = server.walk(persona, "list_orders", args.clone(), "orders").await;
+        let ids: Vec<String> = pages.iter().flat_map(|p| p.ids("orders")).collect();
+        assert_eq!(ids, completed, "{persona}: nothing lost, nothing repeated");
+    }
+}
+
 // LIM-6
 #[tokio::test(flavor = "multi_thread")]
 async fn a_single_item_over_128_kib_is_output_too_large() {

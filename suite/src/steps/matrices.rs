@@ -415,6 +415,125 @@ async fn bound_ids_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     misses.verdict(w, rows.len(), "every answer to an argument past its bounds names the request's id")
 }
 
+/// LIM-5 for every row of `matrices::page_size_rows`: each page of the walk is within 128 KiB or
+/// the answer is the failure (`rules::untruncated_page`), a page marked truncated has a
+/// `next_cursor`, no item comes twice, and without a filter every record of the dataset comes
+/// (a filtered walk is not held to the dataset's statuses: other runs may have moved an order).
+#[then(
+    "every page the dataset makes too big for 128 KiB is cut and marked truncated, under every filter and persona that reaches it, and its walk loses nothing"
+)]
+async fn page_size_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = matrices::page_size_rows(w.dataset());
+    if rows.is_empty() {
+        return Err(w.fail("pages over 128 KiB", "none derived from the dataset"));
+    }
+    let mut misses = Misses::default();
+    for row in &rows {
+        w.use_persona(&row.persona)?;
+        if let Some(miss) = walk_cut(w, row).await? {
+            let what = format!(
+                "{} calling {} on {} ({})",
+                row.persona,
+                row.tool.as_str(),
+                row.restaurant,
+                row.filter
+            );
+            misses.add(w, format!("{what}: {miss}"));
+        }
+    }
+    misses.verdict(w, rows.len(), "every page over 128 KiB cut and marked truncated, its walk losing nothing")
+}
+
+/// The walk of one size row; `Some`: what was wrong.
+async fn walk_cut(w: &mut ConformanceWorld, row: &matrices::SizeRow) -> anyhow::Result<Option<String>> {
+    let bound = row.ids.len() + 10;
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut cursor: Option<String> = None;
+    for page in 1..=bound {
+        let mut args = row.args.clone();
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        call_patiently(w, row.tool.as_str(), args).await?;
+        let ex = w.last()?;
+        if let Some(detail) = rules::untruncated_page(ex) {
+            return Ok(Some(format!("page {page}: {detail}")));
+        }
+        if outcome(w) != "success" {
+            return Ok(Some(format!("page {page}: {}", outcome(w))));
+        }
+        let Some(structured) = w.last()?.structured() else {
+            return Ok(Some(format!("page {page}: no structured output")));
+        };
+        let Some(items) = structured.pointer(&format!("/data/{}", row.key)).and_then(Value::as_array) else {
+            return Ok(Some(format!("page {page}: no array data.{}", row.key)));
+        };
+        let truncated = structured.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
+        let next = structured.pointer("/meta/next_cursor").and_then(Value::as_str).map(str::to_owned);
+        if truncated && next.is_none() {
+            return Ok(Some(format!("page {page} is marked truncated and has no next_cursor")));
+        }
+        for item in items {
+            let Some(id) = item.get("id").and_then(Value::as_str) else {
+                return Ok(Some(format!("page {page}: an item without an id")));
+            };
+            *seen.entry(w.ctx().id_map.to_dataset(id)).or_default() += 1;
+        }
+        match next {
+            None => break,
+            Some(_) if page == bound => return Ok(Some(format!("still a next_cursor after {bound} pages"))),
+            Some(c) => cursor = Some(c),
+        }
+    }
+    let twice: Vec<&str> = seen.iter().filter(|(_, n)| **n > 1).map(|(id, _)| id.as_str()).collect();
+    if let Some(id) = twice.first() {
+        return Ok(Some(format!("{} items came twice ({id} first)", twice.len())));
+    }
+    if row.filter == "no filter" {
+        let lost: Vec<&str> =
+            row.ids.iter().filter(|id| !seen.contains_key(*id)).map(String::as_str).collect();
+        if let Some(id) = lost.first() {
+            return Ok(Some(format!("{} of {} records never came ({id} first)", lost.len(), row.ids.len())));
+        }
+    }
+    Ok(None)
+}
+
+/// LIM-6 for every row of `matrices::item_size_rows`: refused with MCP_OUTPUT_TOO_LARGE, or
+/// served within 128 KiB (a server's own rendering may be smaller than the dataset's).
+#[then(
+    "every record the dataset makes too big for 128 KiB is refused as too large to every persona that reaches it"
+)]
+async fn item_size_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = matrices::item_size_rows(w.dataset());
+    if rows.is_empty() {
+        return Err(w.fail("records over 128 KiB", "none derived from the dataset"));
+    }
+    let mut misses = Misses::default();
+    let too_large = ErrorCode::OutputTooLarge.as_str();
+    for row in &rows {
+        w.use_persona(&row.persona)?;
+        call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
+        let got = outcome(w);
+        let miss = match rules::oversized_item(w.last()?) {
+            Some(detail) => Some(detail),
+            None if got == "success" || got == too_large => None,
+            None => Some(format!("{got} (expected {too_large})")),
+        };
+        if let Some(miss) = miss {
+            let what = format!(
+                "{} calling {} on {} ({})",
+                row.persona,
+                row.tool.as_str(),
+                row.restaurant,
+                row.filter
+            );
+            misses.add(w, format!("{what}: {miss}"));
+        }
+    }
+    misses.verdict(w, rows.len(), &format!("{too_large} for every record over 128 KiB"))
+}
+
 /// The tables' allowed side for writes, without an effect: every state change a persona's scope,
 /// membership and role allow gets as far as its precondition. The arguments name a state the
 /// record is not in, so a server that let the persona through answers with the precondition's
