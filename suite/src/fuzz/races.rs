@@ -651,6 +651,9 @@ pub enum Injected {
     Internal,
     /// The tool fails with a `dependency` error (SEC-2).
     Dependency,
+    /// A keyed write: the write deadline shortened to 100 ms and its answer held 500 ms after its
+    /// effect (LIM-4's MCP_OUTCOME_UNKNOWN).
+    Outcome,
 }
 
 /// A read of one order while the control API injects a fault.
@@ -678,10 +681,19 @@ pub fn fault_cases(engine: &Engine<'_>) -> Vec<FaultCase> {
         kinds.push(Injected::Timeout);
     }
     kinds.extend([Injected::Internal, Injected::Dependency]);
-    kinds
+    let mut rows: Vec<FaultCase> = kinds
         .into_iter()
         .map(|injected| FaultCase { tool: "get_order".to_owned(), args: args.clone(), injected })
-        .collect()
+        .collect();
+    // A write past its deadline: one keyed instruction (a bounded write), with writes only.
+    let keyed = engine.tool("create_instruction").is_some_and(|t| t.has_property("idempotency_key"));
+    if engine.writes && has("deadlines") && keyed {
+        let tag = engine.seed;
+        let args =
+            instruction(&restaurant, &format!("fuzz outcome {tag:08x}"), &format!("fuzz-outcome-{tag:08x}"));
+        rows.push(FaultCase { tool: "create_instruction".to_owned(), args, injected: Injected::Outcome });
+    }
+    rows
 }
 
 /// LIM-4 and SEC-2 on a read: past its deadline it fails with MCP_TOOL_TIMEOUT (`the call
@@ -699,7 +711,15 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
     engine.run_rows(rows, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         let read_ms = chataigne_contract::tools::Kind::Read.deadline_ms();
+        let write_ms = chataigne_contract::tools::Kind::Write.deadline_ms();
         let set = match case.injected {
+            Injected::Outcome => {
+                runtime.block_on(control.set_deadlines(json!({ "write_ms": 100 }))).and_then(|()| {
+                    runtime.block_on(
+                        control.add_fault(json!({ "tool": case.tool, "delay_after_effect_ms": 500 })),
+                    )
+                })
+            }
             Injected::Timeout => {
                 runtime.block_on(control.set_deadlines(json!({ "read_ms": 100 }))).and_then(|()| {
                     runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))
@@ -719,12 +739,23 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
         if case.injected == Injected::Timeout {
             let _ = runtime.block_on(control.set_deadlines(json!({ "read_ms": read_ms })));
         }
+        if case.injected == Injected::Outcome {
+            let _ = runtime.block_on(control.set_deadlines(json!({ "write_ms": write_ms })));
+        }
         let Some(ex) = ex else { return Vec::new() };
         let out = trail.checked(&case.tool, &case.args, &ex).unwrap_or_default();
         let finding = match case.injected {
             Injected::Timeout => (error_code(&ex) != Some("MCP_TOOL_TIMEOUT")).then(|| {
                 let detail = format!(
                     "{}: a read slowed past its 100 ms deadline was not refused with MCP_TOOL_TIMEOUT ({})",
+                    case.tool,
+                    ex.summary()
+                );
+                ("LIM-4", detail)
+            }),
+            Injected::Outcome => (error_code(&ex) != Some("MCP_OUTCOME_UNKNOWN")).then(|| {
+                let detail = format!(
+                    "{}: a write whose answer came past its 100 ms deadline was not refused with MCP_OUTCOME_UNKNOWN ({})",
                     case.tool,
                     ex.summary()
                 );

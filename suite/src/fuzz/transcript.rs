@@ -313,6 +313,14 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
                     out.push(format!("    And the server slows \"{}\" by 500 ms", f.tool));
                     None
                 }
+                Injected::Outcome => {
+                    out.push("    And the server's write deadline is 100 ms".to_owned());
+                    out.push(format!(
+                        "    And the server holds the answers of \"{}\" for 500 ms after their effect",
+                        f.tool
+                    ));
+                    None
+                }
                 Injected::Internal => Some(("internal", "MCP_INTERNAL_ERROR")),
                 Injected::Dependency => Some(("dependency", "MCP_DEPENDENCY_UNAVAILABLE")),
             };
@@ -330,6 +338,9 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
             ));
             out.push("      \"\"\"".to_owned());
             match error {
+                None if f.injected == Injected::Outcome => {
+                    out.push("    Then the call fails with \"MCP_OUTCOME_UNKNOWN\"".to_owned())
+                }
                 None => out.push("    Then the call fails with \"MCP_TOOL_TIMEOUT\"".to_owned()),
                 Some((_, code)) => {
                     out.push(format!("    Then the call fails with \"{code}\""));

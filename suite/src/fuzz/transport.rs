@@ -14,6 +14,7 @@ use super::oracle::Fault;
 use super::transcript::Replay;
 use super::{Engine, Observed, PERSONA};
 use crate::client::{Exchange, McpClient, PROTOCOL_VERSION};
+use crate::rules::catalogue;
 use crate::rules::transport::{self as rules, MIRROR_CASES, Miss};
 
 /// A version no MCP revision has.
@@ -32,6 +33,39 @@ const FOREIGN_HOST: &str = "attacker.example";
 /// LIM-7: 1 MiB is read, a byte more is refused with 413.
 const MAX_BODY: usize = 1_048_576;
 
+/// The catalogue's rules on every tool of `tools/list` (`rules::catalogue`): the probe's name,
+/// the clause, the reference choice a miss is a difference from (if the scenario is an ext one),
+/// the rule, and the steps that state it.
+type ToolRule = fn(&Value) -> Option<String>;
+const CATALOGUE_RULES: [(&str, &str, Option<&str>, ToolRule, &[&str]); 3] = [
+    (
+        "described",
+        "PROTO-3",
+        None,
+        catalogue::undescribed,
+        &["Then every tool has a description, an input schema and an output schema"],
+    ),
+    (
+        "closed",
+        "PROTO-3",
+        Some("closed-schemas"),
+        catalogue::not_closed,
+        &[
+            "Then every input schema is a closed JSON Schema 2020-12 object",
+            "And every read tool is annotated read-only",
+            "And every write tool is annotated neither read-only nor destructive",
+            "And every idempotency-keyed write tool is annotated idempotent",
+        ],
+    ),
+    (
+        "bounded",
+        "LIM-7",
+        None,
+        catalogue::unbounded_strings,
+        &["Then every string argument of every tool declares a maxLength"],
+    ),
+];
+
 /// The probes this server is probed with, in order.
 pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     let http = engine.caller.ctx.stdio.is_none();
@@ -46,6 +80,7 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     // The contract's versions that have an initialize (2026-07-28 has none: server/discover).
     out.extend(PROTOCOL_VERSIONS.iter().filter(|v| **v != "2026-07-28").map(|v| format!("version {v}")));
     out.push("catalogue".to_owned());
+    out.extend(CATALOGUE_RULES.iter().map(|(rule, ..)| format!("catalogue {rule}")));
     if !http {
         return out;
     }
@@ -219,6 +254,19 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
             ctx.published.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
         return judged("ABS-1", "tools/list", ex, rules::exactly_the_contract_tools(&listed));
     }
+    if let Some(&(_, clause, choice, rule, _)) =
+        CATALOGUE_RULES.iter().find(|(r, ..)| name.strip_prefix("catalogue ") == Some(*r))
+    {
+        // Judged on the whole catalogue the preflight listed (every page): the request is the
+        // one a reproduction sends.
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.request("tools/list", json!({})));
+        let problems = catalogue::problems(&ctx.published.tools, rule);
+        let miss = (!problems.is_empty())
+            .then(|| Miss { expected: format!("catalogue {name}"), got: problems.join("; ") });
+        let choice = miss.as_ref().and(choice);
+        return vec![Judged { clause, choice, tool: "tools/list".to_owned(), ex, miss }];
+    }
     if let Some(case) = name.strip_prefix("mirror ") {
         let Some(mut client) = owner_client(engine) else { return Vec::new() };
         let discover = send(engine, client.request_2026("server/discover", json!({}), &[]));
@@ -350,6 +398,13 @@ pub fn scenario(name: &str) -> Vec<String> {
             s("When they list the tools"),
             s("Then the tools are exactly the tools of the contract"),
         ];
+    }
+    if let Some((.., steps)) =
+        CATALOGUE_RULES.iter().find(|(r, ..)| name.strip_prefix("catalogue ") == Some(*r))
+    {
+        let mut out = vec![owner, s("When they list the tools")];
+        out.extend(steps.iter().map(|t| s(t)));
+        return out;
     }
     if let Some(case) = name.strip_prefix("mirror ") {
         let mut out = vec![owner, s("Given the server serves protocol version 2026-07-28")];

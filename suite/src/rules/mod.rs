@@ -3,6 +3,9 @@
 //! it makes (`fuzz`), and both reach the same verdict on the same answers. `transport` holds
 //! the transport's and the JSON-RPC envelope's.
 
+pub mod catalogue;
+pub mod envelope;
+pub mod ranges;
 pub mod transport;
 
 use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES};
