@@ -173,6 +173,13 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
         }
         return out;
     }
+    if s.pointer("/meta/next_cursor").and_then(Value::as_str) == Some("") {
+        // `the page has no next cursor` on a last page: an empty string is a cursor.
+        out.push(fault(
+            "PAG-3",
+            format!("{name}: meta.next_cursor is an empty string (a last page has none)"),
+        ));
+    }
     let is_list = chataigne_contract::ToolName::parse(name)
         .is_some_and(|t| t.input_schema().pointer("/properties/limit").is_some());
     if !is_list || args.get("limit").is_some() {
@@ -180,8 +187,16 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
     }
     let items = s.get("data").and_then(Value::as_object).and_then(|d| d.values().find_map(Value::as_array));
     let Some(n) = items.map(Vec::len) else { return out };
-    let more = s.pointer("/meta/next_cursor").is_some_and(|c| !c.is_null());
-    // Fewer than 20 with a cursor is not judged here: a last page with a stray cursor is PAG-3's.
+    let more = s.pointer("/meta/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
+    let truncated = s.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
+    // `the page holds 20 orders` and `the page has a next cursor`: fewer than 20 with more
+    // following is a smaller default, unless the page was cut for its size (LIM-5).
+    if n < DEFAULT_LIMIT && more && !truncated {
+        out.push(fault(
+            "PAG-1",
+            format!("{name} without `limit`: a page of {n} items with more following (the default is {DEFAULT_LIMIT})"),
+        ));
+    }
     if n > DEFAULT_LIMIT {
         out.push(fault(
             "PAG-1",

@@ -234,25 +234,41 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         }
         bytes[at] = ALPHABET[pick];
         let tampered = String::from_utf8_lossy(&bytes).into_owned();
-        let mut args = case.args.clone();
-        args["cursor"] = json!(tampered);
-        let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
-        // PAG-5 first: it is what this call is for; then every rule of a single call.
-        match error_code(&ex) {
-            Some("MCP_CURSOR_INVALID") => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
-            _ if answered(&ex).is_empty() => vec![trail.observed(
-                "PAG-5",
-                format!(
-                    "{}: a cursor with character {at} changed was not refused with MCP_CURSOR_INVALID ({})",
-                    case.tool,
-                    ex.summary()
-                ),
-                &case.tool,
-                &args,
-                &ex,
-            )],
-            _ => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+        // The drawn change, then the feature's other changes of the same cursor
+        // (`rules::cursors::TAMPERINGS`), each after the pages up to that cursor's.
+        let mut changes = vec![(tampered, format!("a cursor with character {at} changed"))];
+        for how in crate::rules::cursors::TAMPERINGS {
+            let changed = crate::rules::cursors::tamper(original, how);
+            if changed != *original {
+                changes.push((changed, format!("a cursor {how}")));
+            }
         }
+        for (changed, what) in changes {
+            trail.steps.truncate(chosen + 1);
+            let mut args = case.args.clone();
+            args["cursor"] = json!(changed);
+            let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
+            // PAG-5 first: it is what this call is for; then every rule of a single call.
+            let found = match error_code(&ex) {
+                Some("MCP_CURSOR_INVALID") => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+                _ if answered(&ex).is_empty() => vec![trail.observed(
+                    "PAG-5",
+                    format!(
+                        "{}: {what} was not refused with MCP_CURSOR_INVALID ({})",
+                        case.tool,
+                        ex.summary()
+                    ),
+                    &case.tool,
+                    &args,
+                    &ex,
+                )],
+                _ => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+            };
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        Vec::new()
     })
 }
 

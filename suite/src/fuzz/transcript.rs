@@ -187,10 +187,13 @@ pub fn feature_text(t: &Transcript, ids: &IdMap) -> String {
             (Some(c), Some(g)) if listing && c == g && same_but_cursor => {
                 lines.push("    When they list the next page".to_owned())
             }
-            (Some(_), Some(_)) if listing && same_but_cursor && i == last && t.clause == "PAG-5" => lines
-                .push(
-                    "    When they list the next page, passing the cursor flipped in its middle".to_owned(),
-                ),
+            (Some(c), Some(g)) if listing && same_but_cursor && i == last && t.clause == "PAG-5" => {
+                let how = crate::rules::cursors::TAMPERINGS
+                    .into_iter()
+                    .find(|how| crate::rules::cursors::tamper(g, how) == c)
+                    .unwrap_or("flipped in its middle");
+                lines.push(format!("    When they list the next page, passing the cursor {how}"))
+            }
             _ if list_step(step, ids).is_some()
                 && t.calls.get(i + 1).is_some_and(|n| n.arguments.get("cursor").is_some()) =>
             {

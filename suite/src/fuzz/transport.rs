@@ -30,6 +30,10 @@ const ORIGINS: [&str; 4] = [
     "null",
 ];
 const FOREIGN_HOST: &str = "attacker.example";
+/// `protocol.feature`'s method no server has (`the answer is the JSON-RPC error -32601`).
+const UNKNOWN_METHOD: &str = "orders/teleport";
+/// `protocol.feature`'s body that is not JSON: a request cut before its closing brace.
+const NOT_JSON: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list""#;
 /// LIM-7: 1 MiB is read, a byte more is refused with 413.
 const MAX_BODY: usize = 1_048_576;
 
@@ -81,10 +85,12 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(PROTOCOL_VERSIONS.iter().filter(|v| **v != "2026-07-28").map(|v| format!("version {v}")));
     out.push("catalogue".to_owned());
     out.extend(CATALOGUE_RULES.iter().map(|(rule, ..)| format!("catalogue {rule}")));
+    out.push(format!("method {UNKNOWN_METHOD}"));
     if !http {
         return out;
     }
     out.push(format!("version header {UNSUPPORTED}"));
+    out.push("discover".to_owned());
     out.push("mirror served".to_owned());
     out.extend(MIRROR_CASES.iter().map(|(case, _)| format!("mirror {case}")));
     out.extend(ORIGINS.iter().map(|o| format!("origin {o}")));
@@ -95,6 +101,7 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     }
     out.extend([format!("body {}", MAX_BODY + 1), format!("body {MAX_BODY}")]);
     out.extend(["jsonrpc missing", "jsonrpc 1.0", "params missing", "extra member"].map(str::to_owned));
+    out.push("not json".to_owned());
     out
 }
 
@@ -267,6 +274,28 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         let choice = miss.as_ref().and(choice);
         return vec![Judged { clause, choice, tool: "tools/list".to_owned(), ex, miss }];
     }
+    if let Some(method) = name.strip_prefix("method ") {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.request(method, json!({})));
+        return judged("PROTO-2", method, ex.clone(), rules::rpc_error(&ex, -32601));
+    }
+    if name == "not json" {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.post_raw(NOT_JSON.as_bytes().to_vec(), None, &[]));
+        let rule = rules::refused_with_rpc_code(&ex, -32700);
+        return judged_choice("PROTO-2", "jsonrpc-error-codes", "(not JSON)", ex, rule);
+    }
+    if name == "discover" {
+        // `@ext-stateless-revision`: serving 2026-07-28 is a reference choice.
+        let Some(mut client) = owner_client(engine) else { return Vec::new() };
+        let ex = send(engine, client.request_2026("server/discover", json!({}), &[]));
+        let miss = ex.result().is_none().then(|| Miss {
+            expected: "server/discover served (protocol version 2026-07-28)".to_owned(),
+            got: ex.summary(),
+        });
+        let choice = miss.is_some().then_some("stateless-revision");
+        return vec![Judged { clause: "PROTO-1", choice, tool: "server/discover".to_owned(), ex, miss }];
+    }
     if let Some(case) = name.strip_prefix("mirror ") {
         let Some(mut client) = owner_client(engine) else { return Vec::new() };
         let discover = send(engine, client.request_2026("server/discover", json!({}), &[]));
@@ -309,7 +338,8 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     if name == "no token" {
         let mut client = ctx.anonymous_client(None, None);
         let ex = send(engine, client.initialize());
-        return judged("AUTH-1", "initialize", ex.clone(), rules::bearer_challenge(&ex).map(drop));
+        let rule = rules::challenge_on_origin(&ex, &ctx.endpoint).map(drop);
+        return judged("AUTH-1", "initialize", ex.clone(), rule);
     }
     if name == "other audience" {
         let Some(mut client) = ctx.client("other_audience") else { return Vec::new() };
@@ -405,6 +435,35 @@ pub fn scenario(name: &str) -> Vec<String> {
         let mut out = vec![owner, s("When they list the tools")];
         out.extend(steps.iter().map(|t| s(t)));
         return out;
+    }
+    if let Some(method) = name.strip_prefix("method ") {
+        return vec![
+            owner,
+            s(&format!("When they send the JSON-RPC request \"{method}\"")),
+            s("Then the answer is the JSON-RPC error -32601"),
+        ];
+    }
+    if name == "not json" {
+        return vec![
+            owner,
+            s("When they post the raw body:"),
+            s("  \"\"\""),
+            s(&format!("  {NOT_JSON}")),
+            s("  \"\"\""),
+            s(
+                "Then the request is refused with a 4xx status, the JSON-RPC error -32700 by the reference's choice",
+            ),
+        ];
+    }
+    if name == "discover" {
+        return vec![
+            owner,
+            s(
+                "When an MCP client library connects with their token using protocol version \"2026-07-28\" and lists the tools",
+            ),
+            s("Then the library session uses protocol version \"2026-07-28\""),
+            s("And the library lists the tools of the contract"),
+        ];
     }
     if let Some(case) = name.strip_prefix("mirror ") {
         let mut out = vec![owner, s("Given the server serves protocol version 2026-07-28")];

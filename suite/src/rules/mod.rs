@@ -4,6 +4,7 @@
 //! the transport's and the JSON-RPC envelope's.
 
 pub mod catalogue;
+pub mod cursors;
 pub mod envelope;
 pub mod ranges;
 pub mod transport;
