@@ -189,9 +189,9 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
     let Some(n) = items.map(Vec::len) else { return out };
     let more = s.pointer("/meta/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
     let truncated = s.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
-    // `the page holds 20 orders` and `the page has a next cursor`: fewer than 20 with more
-    // following is a smaller default, unless the page was cut for its size (LIM-5).
-    if n < DEFAULT_LIMIT && more && !truncated {
+    // `the page holds 20 orders` and `the page has a next cursor` on a first page: fewer than 20
+    // with more following is a smaller default, unless the page was cut for its size (LIM-5).
+    if n < DEFAULT_LIMIT && more && !truncated && args.get("cursor").is_none() {
         out.push(fault(
             "PAG-1",
             format!("{name} without `limit`: a page of {n} items with more following (the default is {DEFAULT_LIMIT})"),

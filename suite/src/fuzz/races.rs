@@ -109,11 +109,24 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
         None => largest_cases(engine),
     };
     let replay = |case: &LargestCase| Replay::Largest(case.clone());
+    let ctx = engine.caller.ctx;
+    let landmarks = &ctx.dataset.landmarks;
+    let large = ctx.id_map.to_server(&landmarks.large_orders_restaurant);
+    let huge = ctx.id_map.to_server(&landmarks.huge_transcript);
     engine.run_rows(rows, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         let Some(ex) = trail.call(&case.tool, &case.args) else { return Vec::new() };
-        let rule = if case.tool.starts_with("list_") {
+        let arg = |k: &str| case.args.get(k).and_then(Value::as_str);
+        // The dataset's landmarks are over 128 KiB by design: the steps' rules hold whatever
+        // size the answer has (a page cut but not marked, a transcript cut and returned).
+        let rule = if case.tool == "list_orders" && arg("restaurant_id") == Some(large.as_str()) {
+            rules::unmarked_cut(&ex).map(|d| ("LIM-5", d)).or_else(|| {
+                walk_missed(engine, &mut trail, &case.tool, &case.args, &ex, &large).map(|d| ("LIM-5", d))
+            })
+        } else if case.tool.starts_with("list_") {
             rules::untruncated_page(&ex).map(|d| ("LIM-5", d))
+        } else if case.tool == "get_transcript" && arg("transcript_id") == Some(huge.as_str()) {
+            rules::not_refused_too_large(&ex).map(|d| ("LIM-6", d))
         } else if case.tool == "get_transcript" {
             rules::oversized_item(&ex).map(|d| ("LIM-6", d))
         } else {
@@ -128,6 +141,54 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
         out.extend(trail.checked(&case.tool, &case.args, &ex).unwrap_or_default());
         out
     })
+}
+
+/// `the walk yields every order of … exactly once` from a first page `first` of `list_orders`
+/// of `restaurant`: the pages that follow (at most [`MAX_PAGES`]), and the dataset's orders of the
+/// restaurant the walk did not yield. `None`: every one, or a walk that did not end.
+pub(super) fn walk_missed(
+    engine: &Engine<'_>,
+    trail: &mut Trail<'_, '_>,
+    tool: &str,
+    args: &Value,
+    first: &Exchange,
+    restaurant: &str,
+) -> Option<String> {
+    let ctx = engine.caller.ctx;
+    let dataset_id = ctx.id_map.to_dataset(restaurant);
+    let expected: Vec<String> =
+        ctx.dataset.orders_of(&dataset_id).map(|o| ctx.id_map.to_server(&o.id)).collect();
+    let mut walked = std::collections::HashSet::new();
+    let mut page = first.clone();
+    for _ in 0..MAX_PAGES {
+        if !succeeded(&page) {
+            return None;
+        }
+        let items = page
+            .structured()
+            .and_then(|s| s.get("data"))
+            .and_then(Value::as_object)
+            .and_then(|d| d.values().find_map(Value::as_array))
+            .cloned()
+            .unwrap_or_default();
+        walked.extend(items.iter().filter_map(|i| i.get("id")?.as_str().map(str::to_owned)));
+        let next = page.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+        let Some(next) = next.filter(|c| !c.is_empty()) else {
+            let missed = rules::missed(&walked, &expected);
+            return (!missed.is_empty()).then(|| {
+                format!(
+                    "{tool}: a walk of every page missed {} of the {} orders the dataset has ({})",
+                    missed.len(),
+                    expected.len(),
+                    missed.iter().take(3).copied().collect::<Vec<_>>().join(", ")
+                )
+            });
+        };
+        let mut next_args = args.clone();
+        next_args["cursor"] = json!(next);
+        page = trail.call(tool, &next_args)?;
+    }
+    None
 }
 
 /// A cursor of the owner's `list_orders`, reused by `persona`.
@@ -340,6 +401,21 @@ pub fn burst(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<BurstC
                 answers[i].summary()
             );
             found.extend(observed_at(&trail, i, "IDEM-4", detail));
+        } else if let Some(i) = answers.iter().position(|ex| error_code(ex).is_some() && !rules::asks_to_retry_later(ex)) {
+            // `the error asks to retry after a delay`.
+            let detail = format!(
+                "create_instruction: MCP_OPERATION_IN_PROGRESS without a retry_after_ms > 0 ({})",
+                answers[i].summary()
+            );
+            found.extend(observed_at(&trail, i, "IDEM-4", detail));
+        } else if case.slowed && case.calls > 1 && answers.iter().all(succeeded) {
+            // Slowed, every duplicate arrives while the first still runs: `the call fails with
+            // "MCP_OPERATION_IN_PROGRESS"` for them, not a wait for the first and its replay.
+            let detail = format!(
+                "create_instruction: {} identical keyed calls at once, the first slowed by {RACE_LATENCY_MS} ms, all succeeded: no duplicate was told the operation is in progress",
+                case.calls
+            );
+            found.extend(observed_at(&trail, case.calls - 1, "IDEM-4", detail));
         } else {
             let count = count_instructions(&mut trail, &case.restaurant, &case.text);
             if let Some(n) = count.filter(|n| *n != 1) {
@@ -628,15 +704,25 @@ pub fn authority(engine: &Engine<'_>, rng: TestRng, fixed: Option<AuthorityCase>
         // The persona's membership back, whatever came of it: the other properties need it.
         let _ = runtime.block_on(control.restore_membership(&case.user, &case.organization));
         let Some(ex) = ex else { return Vec::new() };
-        if !succeeded(&ex) {
+        let forbidden = chataigne_contract::ErrorCode::ResourceForbidden.as_str();
+        let detail = if succeeded(&ex) {
+            format!(
+                "{}: the next page of {}'s walk was served after their membership was revoked ({})",
+                case.tool,
+                case.persona,
+                ex.summary()
+            )
+        } else if ex.is_error() && error_code(&ex).is_some_and(|c| c != forbidden) {
+            // `the call fails with "MCP_RESOURCE_FORBIDDEN"`: the access ended, not the cursor.
+            format!(
+                "{}: the next page of {}'s walk after their membership was revoked was refused with {}, not {forbidden}",
+                case.tool,
+                case.persona,
+                error_code(&ex).unwrap_or_default()
+            )
+        } else {
             return Vec::new();
-        }
-        let detail = format!(
-            "{}: the next page of {}'s walk was served after their membership was revoked ({})",
-            case.tool,
-            case.persona,
-            ex.summary()
-        );
+        };
         vec![trail.observed_as(&case.persona, "PAG-7", detail, &case.tool, &next, &ex)]
     })
 }

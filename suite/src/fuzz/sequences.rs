@@ -190,6 +190,8 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         };
         let mut cursors = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let mut walked = std::collections::HashSet::new();
+        let mut ended: Option<crate::client::Exchange> = None;
         let mut args = case.args.clone();
         for page in 0..MAX_PAGES {
             let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
@@ -214,10 +216,41 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
                     return vec![trail.observed("PAG-4", detail, &case.tool, &args, &ex)];
                 }
             }
+            walked.extend(items.iter().filter_map(|i| i.get("id")?.as_str().map(str::to_owned)));
             let next = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
-            let Some(next) = next.filter(|c| !c.is_empty()) else { break };
+            let Some(next) = next.filter(|c| !c.is_empty()) else {
+                ended = Some(ex);
+                break;
+            };
             cursors.push(next.to_owned());
             args["cursor"] = json!(next);
+        }
+        // `the walk yields every order of … exactly once`: a whole walk of a restaurant's orders,
+        // no filter, holds every order the dataset gives it (the fuzzer creates none).
+        let unfiltered =
+            case.args.as_object().is_some_and(|a| a.keys().all(|k| k == "restaurant_id" || k == "limit"));
+        if let (Some(last), true, Some(restaurant)) = (
+            &ended,
+            case.tool == "list_orders" && unfiltered,
+            case.args.get("restaurant_id").and_then(Value::as_str),
+        ) {
+            let ctx = engine.caller.ctx;
+            let expected: Vec<String> = ctx
+                .dataset
+                .orders_of(&ctx.id_map.to_dataset(restaurant))
+                .map(|o| ctx.id_map.to_server(&o.id))
+                .collect();
+            let missed = crate::rules::missed(&walked, &expected);
+            if !missed.is_empty() {
+                let detail = format!(
+                    "{}: a walk of every page missed {} of the {} orders the dataset has ({})",
+                    case.tool,
+                    missed.len(),
+                    expected.len(),
+                    missed.iter().take(3).copied().collect::<Vec<_>>().join(", ")
+                );
+                return vec![trail.observed("PAG-4", detail, &case.tool, &args, last)];
+            }
         }
         if cursors.is_empty() {
             return Vec::new();

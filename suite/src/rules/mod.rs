@@ -39,6 +39,20 @@ pub fn success_or_in_progress(ex: &Exchange) -> bool {
     }
 }
 
+/// AUTH-3, `the error names the required scope "…"`: `data.error.required_scope` is `scope`.
+pub fn names_scope(ex: &Exchange, scope: &str) -> bool {
+    ex.structured().and_then(|s| s.pointer("/data/error/required_scope")).and_then(Value::as_str)
+        == Some(scope)
+}
+
+/// `the error asks to retry after a delay`: a tool error with `retry_after_ms` > 0.
+pub fn asks_to_retry_later(ex: &Exchange) -> bool {
+    ex.structured()
+        .and_then(|s| s.pointer("/data/error/retry_after_ms"))
+        .and_then(Value::as_f64)
+        .is_some_and(|ms| ms > 0.0)
+}
+
 /// PRE-4, `exactly one of the … calls succeeded, and the other failed with "A" or "B"`: of
 /// writes racing from one observed state, one succeeds and every other is refused with one of
 /// `codes`. `Err`: what the answers were instead.
@@ -80,6 +94,39 @@ pub fn oversized_item(ex: &Exchange) -> Option<String> {
             ErrorCode::OutputTooLarge.as_str()
         )
     })
+}
+
+/// `the page is marked truncated`, on a page the dataset makes over 128 KiB (the large orders
+/// restaurant's 50 orders): a success not marked `meta.truncated: true`, whatever its size.
+pub fn unmarked_cut(ex: &Exchange) -> Option<String> {
+    let truncated = ex.structured().and_then(|s| s.pointer("/meta/truncated")).and_then(Value::as_bool);
+    (is_success(ex) && truncated != Some(true)).then(|| {
+        format!("a page the dataset makes over {MAX_STRUCTURED_BYTES} bytes was not marked truncated")
+    })
+}
+
+/// `the call fails with "MCP_OUTPUT_TOO_LARGE"`, on an item the dataset makes over 128 KiB (the
+/// huge transcript): any other answer of a tool result. `None`: so refused, or no tool result.
+pub fn not_refused_too_large(ex: &Exchange) -> Option<String> {
+    let code = ErrorCode::OutputTooLarge.as_str();
+    if ex.result().is_none() || (ex.is_error() && error_code(ex) == Some(code)) {
+        return None;
+    }
+    Some(match error_code(ex) {
+        Some(other) => format!(
+            "an item the dataset makes over {MAX_STRUCTURED_BYTES} bytes was refused with {other}, not {code}"
+        ),
+        None => format!(
+            "an item the dataset makes over {MAX_STRUCTURED_BYTES} bytes was returned ({} bytes), not refused with {code}",
+            ex.structured_bytes()
+        ),
+    })
+}
+
+/// `the walk yields every order of … exactly once`: the dataset's IDs a complete walk did not
+/// yield.
+pub fn missed<'a>(walked: &std::collections::HashSet<String>, expected: &'a [String]) -> Vec<&'a str> {
+    expected.iter().filter(|id| !walked.contains(*id)).map(String::as_str).collect()
 }
 
 /// `… has exactly N instructions "TEXT"`, one page: how many items under `data.{key}` have

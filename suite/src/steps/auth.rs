@@ -236,7 +236,7 @@ async fn same_errors(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then(expr = "the error names the required scope {string}")]
 async fn required_scope(w: &mut ConformanceWorld, scope: String) -> anyhow::Result<()> {
     let body = w.tool_error()?;
-    if body.required_scope.as_deref() == Some(scope.as_str()) {
+    if crate::rules::names_scope(w.last()?, &scope) {
         Ok(())
     } else {
         Err(w.fail(format!("required_scope {scope}"), format!("{:?}", body.required_scope)))
