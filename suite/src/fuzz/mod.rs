@@ -17,6 +17,7 @@ pub mod ids;
 pub mod junit;
 pub mod oracle;
 pub mod races;
+pub mod rates;
 pub mod replay;
 pub mod report;
 pub mod schema;
@@ -320,6 +321,27 @@ impl<'a> Engine<'a> {
     }
 
     fn fuzz(&self) {
+        self.fuzz_rounds();
+        // The rate limits last, once, past the budget (a burst is over a thousand calls): with
+        // writes (the server is a test deployment) and a budget of at least a read tool's rate.
+        if self.writes && self.broken.borrow().is_none() && self.rates_fit() {
+            self.caller.meter.borrow_mut().lifted = true;
+            rates::run(self, None);
+            self.caller.meter.borrow_mut().lifted = false;
+        }
+    }
+
+    /// Whether the budget is large enough to add a rate-limit burst: as many calls as a read
+    /// tool's rate a minute, or a minute of fuzzing.
+    fn rates_fit(&self) -> bool {
+        let rate = u64::from(chataigne_contract::tools::Kind::Read.rate_per_minute());
+        match self.caller.meter.borrow().budget() {
+            Budget::Calls(n) => n >= rate,
+            Budget::Time(d) => d.as_secs() >= 60,
+        }
+    }
+
+    fn fuzz_rounds(&self) {
         let plan = self.plan();
         // Each property's generator index: the properties added later (an unknown tool, the
         // access tables; then the races and largest records) count apart, so adding one leaves

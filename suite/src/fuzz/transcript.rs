@@ -48,6 +48,8 @@ pub enum Replay {
     Authority(AuthorityCase),
     Fault(FaultCase),
     Expiry(ExpiryCase),
+    /// A burst until refused for the rate, and the pairs that must not be slowed (`rates`).
+    Rates(super::rates::RateCase),
 }
 
 /// One call of a finding and the answer received.
