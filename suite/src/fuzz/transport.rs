@@ -37,38 +37,50 @@ const NOT_JSON: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list""#;
 /// LIM-7: 1 MiB is read, a byte more is refused with 413.
 const MAX_BODY: usize = 1_048_576;
 
-/// The catalogue's rules on every tool of `tools/list` (`rules::catalogue`): the probe's name,
-/// the clause, the reference choice a miss is a difference from (if the scenario is an ext one),
-/// the rule, and the steps that state it.
-type ToolRule = fn(&Value) -> Option<String>;
-const CATALOGUE_RULES: [(&str, &str, Option<&str>, ToolRule, &[&str]); 3] = [
-    (
-        "described",
-        "PROTO-3",
-        None,
-        catalogue::undescribed,
-        &["Then every tool has a description, an input schema and an output schema"],
-    ),
-    (
-        "closed",
-        "PROTO-3",
-        Some("closed-schemas"),
-        catalogue::not_closed,
-        &[
+/// One of the catalogue's rules on every tool of `tools/list` (`rules::catalogue`).
+struct CatalogueRule {
+    /// The probe is `catalogue NAME`.
+    name: &'static str,
+    clause: &'static str,
+    /// The reference choice a miss is a difference from, when the scenario is an ext one.
+    choice: Option<&'static str>,
+    rule: fn(&Value) -> Option<String>,
+    /// The steps that state it, after `When they list the tools`.
+    steps: &'static [&'static str],
+}
+
+const CATALOGUE_RULES: [CatalogueRule; 3] = [
+    CatalogueRule {
+        name: "described",
+        clause: "PROTO-3",
+        choice: None,
+        rule: catalogue::undescribed,
+        steps: &["Then every tool has a description, an input schema and an output schema"],
+    },
+    CatalogueRule {
+        name: "closed",
+        clause: "PROTO-3",
+        choice: Some("closed-schemas"),
+        rule: catalogue::not_closed,
+        steps: &[
             "Then every input schema is a closed JSON Schema 2020-12 object",
             "And every read tool is annotated read-only",
             "And every write tool is annotated neither read-only nor destructive",
             "And every idempotency-keyed write tool is annotated idempotent",
         ],
-    ),
-    (
-        "bounded",
-        "LIM-7",
-        None,
-        catalogue::unbounded_strings,
-        &["Then every string argument of every tool declares a maxLength"],
-    ),
+    },
+    CatalogueRule {
+        name: "bounded",
+        clause: "LIM-7",
+        choice: None,
+        rule: catalogue::unbounded_strings,
+        steps: &["Then every string argument of every tool declares a maxLength"],
+    },
 ];
+
+fn catalogue_rule(probe: &str) -> Option<&'static CatalogueRule> {
+    CATALOGUE_RULES.iter().find(|r| probe.strip_prefix("catalogue ") == Some(r.name))
+}
 
 /// The probes this server is probed with, in order.
 pub fn probes(engine: &Engine<'_>) -> Vec<String> {
@@ -84,7 +96,7 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     // The contract's versions that have an initialize (2026-07-28 has none: server/discover).
     out.extend(PROTOCOL_VERSIONS.iter().filter(|v| **v != "2026-07-28").map(|v| format!("version {v}")));
     out.push("catalogue".to_owned());
-    out.extend(CATALOGUE_RULES.iter().map(|(rule, ..)| format!("catalogue {rule}")));
+    out.extend(CATALOGUE_RULES.iter().map(|r| format!("catalogue {}", r.name)));
     out.push(format!("method {UNKNOWN_METHOD}"));
     if !http {
         return out;
@@ -261,9 +273,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
             ctx.published.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
         return judged("ABS-1", "tools/list", ex, rules::exactly_the_contract_tools(&listed));
     }
-    if let Some(&(_, clause, choice, rule, _)) =
-        CATALOGUE_RULES.iter().find(|(r, ..)| name.strip_prefix("catalogue ") == Some(*r))
-    {
+    if let Some(&CatalogueRule { clause, choice, rule, .. }) = catalogue_rule(name) {
         // Judged on the whole catalogue the preflight listed (every page): the request is the
         // one a reproduction sends.
         let Some(mut client) = session(engine) else { return Vec::new() };
@@ -429,11 +439,9 @@ pub fn scenario(name: &str) -> Vec<String> {
             s("Then the tools are exactly the tools of the contract"),
         ];
     }
-    if let Some((.., steps)) =
-        CATALOGUE_RULES.iter().find(|(r, ..)| name.strip_prefix("catalogue ") == Some(*r))
-    {
+    if let Some(rule) = catalogue_rule(name) {
         let mut out = vec![owner, s("When they list the tools")];
-        out.extend(steps.iter().map(|t| s(t)));
+        out.extend(rule.steps.iter().map(|t| s(t)));
         return out;
     }
     if let Some(method) = name.strip_prefix("method ") {
