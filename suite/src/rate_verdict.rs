@@ -37,27 +37,6 @@ pub enum Answer {
     Other,
 }
 
-/// What one answer of a burst came to: a rate-limit refusal (category rate_limit or the code
-/// MCP_RATE_LIMITED), served (a success; with `any_answer`, any answer of a call refused anyway),
-/// or neither.
-pub fn classify(ex: &crate::client::Exchange, any_answer: bool) -> Answer {
-    use serde_json::Value;
-    let error = ex.structured().and_then(|s| s.pointer("/data/error"));
-    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str);
-    if ex.is_error()
-        && (field("category") == Some("rate_limit")
-            || field("code") == Some(chataigne_contract::ErrorCode::RateLimited.as_str()))
-    {
-        return Answer::Limited;
-    }
-    let served = if any_answer {
-        ex.result().is_some() || ex.rpc_error().is_some()
-    } else {
-        ex.structured().is_some() && !ex.is_error() && error.is_none()
-    };
-    if served { Answer::Served } else { Answer::Other }
-}
-
 /// One call of a burst: its place in the order of sending (1-based), and when it left and came
 /// back, in seconds since the burst started.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -105,7 +105,7 @@ fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<(Vec<Call
             }
             let Some((client, index, sent, answered, ex)) = pending.next().await else { break };
             idle.push(client);
-            let answer = rate_verdict::classify(&ex, false);
+            let answer = crate::rules::rate_answer(&ex, false);
             calls.push(Call { index, answer, sent, answered });
             if answer != Answer::Served {
                 stop = true;
@@ -184,7 +184,7 @@ fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
         });
         engine.caller.meter.borrow_mut().calls += 2;
         let Some(ex) = ex else { continue };
-        if rate_verdict::classify(&ex, true) == Answer::Limited {
+        if crate::rules::rate_answer(&ex, true) == Answer::Limited {
             let detail = format!(
                 "{tool} as `{persona}` was refused for its rate once {who} was limited: a limit is per OAuth client, user and tool ({})",
                 ex.summary()

@@ -13,6 +13,7 @@ use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES};
 use serde_json::Value;
 
 use crate::client::Exchange;
+use crate::rate_verdict::Answer;
 
 /// The code of a tool error (`data.error.code`), if the answer is one.
 pub fn error_code(ex: &Exchange) -> Option<&str> {
@@ -127,6 +128,25 @@ pub fn not_refused_too_large(ex: &Exchange) -> Option<String> {
 /// yield.
 pub fn missed<'a>(walked: &std::collections::HashSet<String>, expected: &'a [String]) -> Vec<&'a str> {
     expected.iter().filter(|id| !walked.contains(*id)).map(String::as_str).collect()
+}
+
+/// LIM-2, what one answer of a burst came to (`rate_verdict` judges the burst from them): a rate-limit refusal (category rate_limit or the code
+/// MCP_RATE_LIMITED), served (a success; with `any_answer`, any answer of a call refused anyway),
+/// or neither.
+pub fn rate_answer(ex: &Exchange, any_answer: bool) -> Answer {
+    let error = ex.structured().and_then(|s| s.pointer("/data/error"));
+    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str);
+    if ex.is_error()
+        && (field("category") == Some("rate_limit") || field("code") == Some(ErrorCode::RateLimited.as_str()))
+    {
+        return Answer::Limited;
+    }
+    let served = if any_answer {
+        ex.result().is_some() || ex.rpc_error().is_some()
+    } else {
+        ex.structured().is_some() && !ex.is_error() && error.is_none()
+    };
+    if served { Answer::Served } else { Answer::Other }
 }
 
 /// `… has exactly N instructions "TEXT"`, one page: how many items under `data.{key}` have

@@ -58,7 +58,7 @@ enum Expect {
 }
 
 fn classify(ex: &Exchange, expect: Expect) -> Answer {
-    crate::rate_verdict::classify(ex, expect == Expect::AnyAnswer)
+    crate::rules::rate_answer(ex, expect == Expect::AnyAnswer)
 }
 
 /// One burst: its calls, and the few exchanges worth showing.
