@@ -42,16 +42,30 @@ pub fn case(engine: &Engine<'_>) -> Option<RateCase> {
     let rows: Vec<_> = engine.access.iter().filter(|r| r.group == Group::Allowed && read(&r.tool)).collect();
     let tally = engine.caller.tally.borrow();
     let calls = |p: &str, t: &str| tally.get(&(p.to_owned(), t.to_owned())).copied().unwrap_or(0);
+    let user = |p: &str| {
+        engine.caller.ctx.dataset.personas.iter().find(|d| d.persona == p).map(|d| d.user_id.clone())
+    };
+    // A pair whose user has another client allowed the tool, if any: a window per user rather
+    // than per client is then told apart too.
+    let sibling = |r: &super::access::AccessCase| {
+        rows.iter()
+            .any(|o| o.tool == r.tool && o.persona != r.persona && user(&o.persona) == user(&r.persona))
+    };
     let row = rows
         .iter()
         .filter(|r| r.persona != engine.caller.persona)
-        .min_by_key(|r| calls(&r.persona, &r.tool))?;
+        .min_by_key(|r| (calls(&r.persona, &r.tool), !sibling(r)))?;
     let mut others = Vec::new();
     if let Some(other) = rows.iter().find(|r| r.persona == row.persona && r.tool != row.tool) {
         others.push((other.persona.clone(), other.tool.clone(), other.arguments.clone()));
     }
+    // Another OAuth client of the same user first (a window per user is the likelier slip),
+    // then another user.
+    let mut same_tool: Vec<_> =
+        rows.iter().filter(|r| r.tool == row.tool && r.persona != row.persona).collect();
+    same_tool.sort_by_key(|r| user(&r.persona) != user(&row.persona));
     let mut personas = Vec::new();
-    for r in rows.iter().filter(|r| r.tool == row.tool && r.persona != row.persona) {
+    for r in same_tool {
         if !personas.contains(&r.persona) {
             personas.push(r.persona.clone());
             others.push((r.persona.clone(), r.tool.clone(), r.arguments.clone()));
