@@ -522,6 +522,11 @@ pub struct ScopeCase {
     pub text: String,
     pub key: String,
     pub persona: String,
+    /// The other keyed tool the owner reuses the key on (`create_organization`, which any user
+    /// may call: `The same key for another tool is another key`); none: `persona` reuses it on
+    /// `create_instruction`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// The personas a key is reused by: another OAuth client of the owner's user, and another user,
@@ -563,8 +568,15 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
         Some(case) => vec![Just(case).boxed()],
         None => scope_personas(engine)
             .into_iter()
+            .map(|p| (p, None))
+            .chain(
+                engine
+                    .tool("create_organization")
+                    .filter(|t| t.has_property("idempotency_key") && t.has_property("name"))
+                    .map(|t| (engine.caller.persona.clone(), Some(t.name.clone()))),
+            )
             .enumerate()
-            .map(|(i, persona)| {
+            .map(|(i, (persona, tool))| {
                 let busy = busy.clone();
                 // Each persona its own key and text: the same draw for both would meet the
                 // first one's instructions.
@@ -574,6 +586,7 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
                         text: format!("fuzz scope {tag:08x} {i}"),
                         key: format!("fuzz-scope-{tag:08x}-{i}"),
                         persona: persona.clone(),
+                        tool: tool.clone(),
                     })
                     .boxed()
             })
@@ -592,6 +605,24 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
             // Every rule of a single call on the first call, the key's rule judged still.
             let out = trail.checked("create_instruction", &args, &first).unwrap_or_default();
             if !succeeded(&first) {
+                return out;
+            }
+            if let Some(tool) = &case.tool {
+                // `The same key for another tool is another key`: a success, not a replay.
+                let other = json!({ "name": case.text, "idempotency_key": case.key });
+                let Some(second) = trail.call(tool, &other) else { return out };
+                let keyed_refusal = matches!(error_code(&second), Some("MCP_IDEMPOTENCY_MISMATCH" | "MCP_OPERATION_IN_PROGRESS"));
+                if rules::is_replay(&second) || keyed_refusal {
+                    let detail = format!(
+                        "{tool}: a key of create_instruction reused on another tool was answered as the same key ({})",
+                        second.summary()
+                    );
+                    let mut found = vec![trail.observed("IDEM-5", detail, tool, &other, &second)];
+                    found.extend(out);
+                    return found;
+                }
+                let mut out = out;
+                out.extend(trail.checked(tool, &other, &second).unwrap_or_default());
                 return out;
             }
             let Some(second) = trail.call_as(&case.persona, "create_instruction", &args) else { return out };

@@ -255,6 +255,28 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         if cursors.is_empty() {
             return Vec::new();
         }
+        // `A cursor continues with another limit when the filters are the same` (PAG-6): the
+        // first page's cursor with the page size changed by two, within the schema.
+        if let Some(tool) = engine.tool(&case.tool) {
+            let limit = case.args.get("limit").and_then(Value::as_i64).unwrap_or(chataigne_contract::DEFAULT_LIMIT as i64);
+            let mut other = case.args.clone();
+            other["cursor"] = json!(cursors[0]);
+            other["limit"] = json!(if limit > 2 { limit - 2 } else { limit + 2 });
+            if tool.accepts(&other) {
+                trail.steps.truncate(1);
+                let Some(ex) = trail.call(&case.tool, &other) else { return Vec::new() };
+                if error_code(&ex) == Some("MCP_CURSOR_INVALID") {
+                    let detail = format!(
+                        "{}: a cursor sent with another limit and the same filters was refused with MCP_CURSOR_INVALID, not continued",
+                        case.tool
+                    );
+                    return vec![trail.observed("PAG-6", detail, &case.tool, &other, &ex)];
+                }
+                if let Some(faults) = trail.checked(&case.tool, &other, &ex) {
+                    return faults;
+                }
+            }
+        }
         let chosen = case.page.index(cursors.len());
         let original = &cursors[chosen];
         // The reproduction needs the pages up to the one that gave this cursor, no more.

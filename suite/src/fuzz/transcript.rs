@@ -279,6 +279,16 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
                 "    When they create the instruction \"{}\" in \"{r}\" with the key \"{}\"",
                 k.text, k.key
             );
+            if k.tool.is_some() {
+                out.extend([given(first), create]);
+                out.push(format!(
+                    "    And they create the organization \"{}\" with the key \"{}\"",
+                    k.text, k.key
+                ));
+                out.push("    Then the call succeeds".to_owned());
+                out.push("    And the answer is not a replay".to_owned());
+                return Some(out);
+            }
             out.extend([given(first), create.clone(), given(&k.persona), create]);
             out.push("    Then the call succeeds".to_owned());
             out.push("    And the answer is not a replay".to_owned());
@@ -652,6 +662,7 @@ mod tests {
             transcript(
                 "IDEM-5",
                 Replay::KeyScope(ScopeCase {
+                    tool: None,
                     restaurant: "rst_central".to_owned(),
                     text: "fuzz scope 0000abcd 0".to_owned(),
                     key: "fuzz-scope-0000abcd-0".to_owned(),
