@@ -22,6 +22,8 @@ pub const MAX_SUMMARY_BYTES: usize = 4 * 1024;
 /// Largest HTTP request body (LIM-7, ext).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Default and largest list page (PAG-1, PAG-2).
+/// LIM-1: an analytics range (`from`, `to`, both included) spans at most this many days.
+pub const MAX_RANGE_DAYS: i64 = 366;
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 50;
 /// Conversation detail: default and largest message page (PAG-8).

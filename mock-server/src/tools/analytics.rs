@@ -10,7 +10,7 @@ use super::{Call, Output};
 use crate::error::ToolError;
 
 /// Longest range, inclusive of both ends.
-const MAX_DAYS: i64 = 366;
+const MAX_DAYS: i64 = chataigne_contract::MAX_RANGE_DAYS;
 
 fn range(args: &Value) -> Result<(i64, i64), ToolError> {
     let day = |name| args.get(name).and_then(Value::as_str).and_then(parse_date);

@@ -180,6 +180,17 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
         );
         return vec![observed(Fault { clause, detail }, &case.arguments, &ex, Vec::new())];
     }
+    let scope = chataigne_contract::ToolName::parse(&case.tool).map(|t| t.scope());
+    if let Some(scope) =
+        scope.filter(|s| code == ErrorCode::ScopeRequired.as_str() && !crate::rules::names_scope(&ex, s))
+    {
+        // AUTH-3, `the error names the required scope "…"`.
+        let detail = format!(
+            "{} as persona `{}`: refused with {code} without naming the required scope {scope}",
+            case.tool, case.persona
+        );
+        return vec![observed(Fault { clause: "AUTH-3", detail }, &case.arguments, &ex, Vec::new())];
+    }
     if !case.foreign {
         return Vec::new();
     }

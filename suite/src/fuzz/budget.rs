@@ -50,14 +50,23 @@ pub struct Meter {
     budget: Budget,
     started: Instant,
     pub calls: u64,
+    /// Calls past the budget are allowed (the rate-limit burst, added after it): never spent.
+    pub lifted: bool,
 }
 
 impl Meter {
     pub fn new(budget: Budget) -> Meter {
-        Meter { budget, started: Instant::now(), calls: 0 }
+        Meter { budget, started: Instant::now(), calls: 0, lifted: false }
+    }
+
+    pub fn budget(&self) -> Budget {
+        self.budget
     }
 
     pub fn spent(&self) -> bool {
+        if self.lifted {
+            return false;
+        }
         match self.budget {
             Budget::Calls(n) => self.calls >= n,
             Budget::Time(d) => self.started.elapsed() >= d,

@@ -29,6 +29,8 @@ pub struct Caller<'a> {
     pub persona: String,
     /// `CHATAIGNE_FUZZ_TRACE` set: every call and its answer's summary on stderr (no token).
     pub trace: bool,
+    /// Tool calls made so far, by persona and tool: what a rate window may already hold.
+    pub tally: RefCell<BTreeMap<(String, String), u64>>,
 }
 
 impl<'a> Caller<'a> {
@@ -54,6 +56,7 @@ impl<'a> Caller<'a> {
             meter: RefCell::new(meter),
             persona: persona.to_owned(),
             trace: std::env::var_os("CHATAIGNE_FUZZ_TRACE").is_some(),
+            tally: RefCell::new(BTreeMap::new()),
         })
     }
 
@@ -89,6 +92,7 @@ impl<'a> Caller<'a> {
                 return None;
             }
             self.meter.borrow_mut().calls += 1;
+            *self.tally.borrow_mut().entry((persona.to_owned(), tool.to_owned())).or_insert(0) += 1;
             let ex = if persona == self.persona {
                 let mut client = self.client.borrow_mut();
                 self.runtime.block_on(client.call_tool(tool, args.clone()))
@@ -125,6 +129,9 @@ impl<'a> Caller<'a> {
             clients.push(self.ctx.client(persona)?);
         }
         self.meter.borrow_mut().calls += 2 * calls.len() as u64;
+        for (persona, tool, _) in calls {
+            *self.tally.borrow_mut().entry((persona.clone(), tool.clone())).or_insert(0) += 1;
+        }
         let clients = self.runtime.block_on(futures::future::join_all(clients.into_iter().map(
             |mut client| async move {
                 client.initialize().await;

@@ -17,6 +17,7 @@ pub mod ids;
 pub mod junit;
 pub mod oracle;
 pub mod races;
+pub mod rates;
 pub mod replay;
 pub mod report;
 pub mod schema;
@@ -140,6 +141,8 @@ enum Prop {
     Faults,
     /// A key before and after its 24 hours on the server's clock (IDEM-6; the control API).
     Expiry,
+    /// The two date ranges past LIM-1's rule, on every tool with a range.
+    Ranges,
 }
 
 impl Prop {
@@ -158,6 +161,7 @@ impl Prop {
                 | Prop::Expiry
                 | Prop::Burst
                 | Prop::Race
+                | Prop::Ranges
         )
     }
 }
@@ -294,7 +298,7 @@ impl<'a> Engine<'a> {
         props.extend(bounds.into_iter().map(|(_, p)| p));
         // The largest records, other personas' cursors and the races after the bounds too:
         // a few calls each, once.
-        props.extend([Prop::Largest, Prop::Carried]);
+        props.extend([Prop::Largest, Prop::Carried, Prop::Ranges]);
         if self.writes {
             // The clock last: it stays advanced by a day.
             props.extend([
@@ -317,6 +321,27 @@ impl<'a> Engine<'a> {
     }
 
     fn fuzz(&self) {
+        self.fuzz_rounds();
+        // The rate limits last, once, past the budget (a burst is over a thousand calls): with
+        // writes (the server is a test deployment) and a budget of at least a read tool's rate.
+        if self.writes && self.broken.borrow().is_none() && self.rates_fit() {
+            self.caller.meter.borrow_mut().lifted = true;
+            rates::run(self, None);
+            self.caller.meter.borrow_mut().lifted = false;
+        }
+    }
+
+    /// Whether the budget is large enough to add a rate-limit burst: as many calls as a read
+    /// tool's rate a minute, or a minute of fuzzing.
+    fn rates_fit(&self) -> bool {
+        let rate = u64::from(chataigne_contract::tools::Kind::Read.rate_per_minute());
+        match self.caller.meter.borrow().budget() {
+            Budget::Calls(n) => n >= rate,
+            Budget::Time(d) => d.as_secs() >= 60,
+        }
+    }
+
+    fn fuzz_rounds(&self) {
         let plan = self.plan();
         // Each property's generator index: the properties added later (an unknown tool, the
         // access tables; then the races and largest records) count apart, so adding one leaves
@@ -327,6 +352,7 @@ impl<'a> Engine<'a> {
             .map(|p| match p {
                 // Its probes are not drawn: a key of its own, apart from both counts.
                 Prop::Transport => 3 << 32,
+                Prop::Ranges => 4 << 32,
                 Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
                     counts.1 += 1;
                     (1 << 32) + counts.1
@@ -399,6 +425,7 @@ impl<'a> Engine<'a> {
                     Prop::Authority => races::authority(self, rng, None),
                     Prop::Faults => races::faults(self, rng, None),
                     Prop::Expiry => races::expiry(self, rng, None),
+                    Prop::Ranges => self.ranges(rng),
                 };
             }
             if self.caller.meter.borrow().calls == before {
@@ -414,6 +441,31 @@ impl<'a> Engine<'a> {
             Some(target) => strategy::mutated(&t.schema, target, &self.vocabulary, self.resolver.clone()),
         };
         self.call_property(t, strategy, cases, MAX_SHRINK_ITERS, rng)
+    }
+
+    /// LIM-1 on every tool whose input has a date range (`rules::ranges`): valid arguments on
+    /// the busy restaurant with the range one day too long, then reversed; each must be refused
+    /// (a success is filed under LIM-1 by `oracle::judge`). Replayed as the single call it is.
+    fn ranges(&self, rng: TestRng) -> bool {
+        use proptest::strategy::ValueTree as _;
+        let ctx = self.caller.ctx;
+        let busy = ctx.id_map.to_server(&ctx.dataset.landmarks.busy_restaurant);
+        let mut failed = false;
+        for t in self.tools.iter().filter(|t| crate::rules::ranges::has_range(&t.schema)) {
+            let mut runner = TestRunner::new_with_rng(Config::default(), rng.clone());
+            let Ok(tree) = strategy::valid(&t.schema, self.resolver.clone()).new_tree(&mut runner) else {
+                continue;
+            };
+            let mut base = tree.current().args;
+            if t.has_property("restaurant_id") {
+                base["restaurant_id"] = Value::from(busy.clone());
+            }
+            for args in crate::rules::ranges::past_edges(&base) {
+                let case = Case { args, target: None };
+                failed |= self.call_property(t, Just(case).boxed(), 1, 0, rng.clone());
+            }
+        }
+        failed
     }
 
     /// One call of `tool` per case, judged by every rule of a single call.

@@ -36,6 +36,18 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
     out.extend(id_header(ex));
     let must_refuse = !tool.accepts(&case.args);
     let target = case.target.as_ref().filter(|_| must_refuse);
+    // A call no mutation broke that must be refused: its date range (LIM-1), else the schema.
+    let range = crate::rules::ranges::range_problem(&case.args).filter(|_| must_refuse && target.is_none());
+    let clause_of = |t: Option<&super::schema::Target>| match (t, &range) {
+        (Some(t), _) => t.clause(name),
+        (None, Some(_)) => "LIM-1",
+        (None, None) => "PROTO-3",
+    };
+    let what_of = |t: Option<&super::schema::Target>| match (t, &range) {
+        (Some(t), _) => t.describe(),
+        (None, Some(r)) => r.clone(),
+        (None, None) => "arguments the input schema forbids".to_owned(),
+    };
     if let Some(err) = ex.rpc_error() {
         let code = err.get("code").and_then(Value::as_i64).unwrap_or_default();
         match (must_refuse, code) {
@@ -52,11 +64,9 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         return out;
     }
     out.extend(output_schema(ctx, name, ex));
+    out.extend(envelope(name, ex));
     if !must_refuse && succeeded(ex) {
         out.extend(page_sizes(name, &case.args, ex));
-        if ex.texts().is_empty() {
-            out.push(fault("ENV-1", format!("{name}: a success without a text content block")));
-        }
     }
     let category = ex.structured().and_then(|s| s.pointer("/data/error/category")).and_then(Value::as_str);
     if must_refuse
@@ -64,8 +74,8 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         && let Some(category) = category.filter(|c| !REFUSALS.contains(c))
     {
         // Not refused for its arguments: the server went further with input it must not read.
-        let what = target.map_or_else(|| "arguments the input schema forbids".to_owned(), |t| t.describe());
-        let clause = target.map_or("PROTO-3", |t| t.clause(name));
+        let what = what_of(target);
+        let clause = clause_of(target);
         out.push(fault(
             clause,
             format!(
@@ -75,7 +85,7 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         ));
     }
     if must_refuse && !ex.is_error() {
-        let what = target.map_or_else(|| "arguments the input schema forbids".to_owned(), |t| t.describe());
+        let what = what_of(target);
         let clamped = target.is_some_and(|t| {
             // PAG-8 lets a server clamp message_limit instead of refusing it.
             t.field == "message_limit"
@@ -87,8 +97,45 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
                     .is_some_and(|m| m.len() <= 100)
         });
         if !clamped {
-            let clause = target.map_or("PROTO-3", |t| t.clause(name));
-            out.push(fault(clause, format!("{name} accepted {what} ({})", ex.summary())));
+            out.push(fault(clause_of(target), format!("{name} accepted {what} ({})", ex.summary())));
+        }
+    }
+    out
+}
+
+/// ENV-1 and ENV-4, as the envelope's steps judge one answer (`rules::envelope`): a success
+/// holds data and meta with request_id, truncated and replayed, and one readable text block; an
+/// error is flagged `isError` and carries its five members under `data.error` (a `data.error`
+/// with some of them missing is `invariants::check`'s).
+fn envelope(name: &str, ex: &Exchange) -> Vec<Fault> {
+    use crate::rules::envelope as rules;
+    let mut out = Vec::new();
+    if ex.structured().is_none() {
+        return out;
+    }
+    if rules::unflagged_error(ex) {
+        out.push(fault(
+            "ENV-4",
+            format!("{name}: a data.error not flagged isError: true ({})", ex.summary()),
+        ));
+    } else if ex.is_error() {
+        if ex.structured().and_then(|s| s.pointer("/data/error")).is_none() {
+            let missing = rules::error_missing(ex);
+            out.push(fault(
+                "ENV-4",
+                format!("{name}: an error without data.error (missing {})", missing.join(", ")),
+            ));
+        }
+    } else if crate::rules::is_success(ex) {
+        let missing = rules::success_missing(ex);
+        if !missing.is_empty() {
+            out.push(fault(
+                "ENV-1",
+                format!("{name}: a success whose structured content misses {}", missing.join(", ")),
+            ));
+        }
+        if let Err(got) = rules::one_readable_text(ex) {
+            out.push(fault("ENV-1", format!("{name}: a success with {got}, not one readable text block")));
         }
     }
     out
@@ -126,6 +173,13 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
         }
         return out;
     }
+    if s.pointer("/meta/next_cursor").and_then(Value::as_str) == Some("") {
+        // `the page has no next cursor` on a last page: an empty string is a cursor.
+        out.push(fault(
+            "PAG-3",
+            format!("{name}: meta.next_cursor is an empty string (a last page has none)"),
+        ));
+    }
     let is_list = chataigne_contract::ToolName::parse(name)
         .is_some_and(|t| t.input_schema().pointer("/properties/limit").is_some());
     if !is_list || args.get("limit").is_some() {
@@ -133,8 +187,16 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
     }
     let items = s.get("data").and_then(Value::as_object).and_then(|d| d.values().find_map(Value::as_array));
     let Some(n) = items.map(Vec::len) else { return out };
-    let more = s.pointer("/meta/next_cursor").is_some_and(|c| !c.is_null());
-    // Fewer than 20 with a cursor is not judged here: a last page with a stray cursor is PAG-3's.
+    let more = s.pointer("/meta/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
+    let truncated = s.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
+    // `the page holds 20 orders` and `the page has a next cursor` on a first page: fewer than 20
+    // with more following is a smaller default, unless the page was cut for its size (LIM-5).
+    if n < DEFAULT_LIMIT && more && !truncated && args.get("cursor").is_none() {
+        out.push(fault(
+            "PAG-1",
+            format!("{name} without `limit`: a page of {n} items with more following (the default is {DEFAULT_LIMIT})"),
+        ));
+    }
     if n > DEFAULT_LIMIT {
         out.push(fault(
             "PAG-1",

@@ -109,11 +109,24 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
         None => largest_cases(engine),
     };
     let replay = |case: &LargestCase| Replay::Largest(case.clone());
+    let ctx = engine.caller.ctx;
+    let landmarks = &ctx.dataset.landmarks;
+    let large = ctx.id_map.to_server(&landmarks.large_orders_restaurant);
+    let huge = ctx.id_map.to_server(&landmarks.huge_transcript);
     engine.run_rows(rows, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         let Some(ex) = trail.call(&case.tool, &case.args) else { return Vec::new() };
-        let rule = if case.tool.starts_with("list_") {
+        let arg = |k: &str| case.args.get(k).and_then(Value::as_str);
+        // The dataset's landmarks are over 128 KiB by design: the steps' rules hold whatever
+        // size the answer has (a page cut but not marked, a transcript cut and returned).
+        let rule = if case.tool == "list_orders" && arg("restaurant_id") == Some(large.as_str()) {
+            rules::unmarked_cut(&ex).map(|d| ("LIM-5", d)).or_else(|| {
+                walk_missed(engine, &mut trail, &case.tool, &case.args, &ex, &large).map(|d| ("LIM-5", d))
+            })
+        } else if case.tool.starts_with("list_") {
             rules::untruncated_page(&ex).map(|d| ("LIM-5", d))
+        } else if case.tool == "get_transcript" && arg("transcript_id") == Some(huge.as_str()) {
+            rules::not_refused_too_large(&ex).map(|d| ("LIM-6", d))
         } else if case.tool == "get_transcript" {
             rules::oversized_item(&ex).map(|d| ("LIM-6", d))
         } else {
@@ -128,6 +141,54 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
         out.extend(trail.checked(&case.tool, &case.args, &ex).unwrap_or_default());
         out
     })
+}
+
+/// `the walk yields every order of … exactly once` from a first page `first` of `list_orders`
+/// of `restaurant`: the pages that follow (at most [`MAX_PAGES`]), and the dataset's orders of the
+/// restaurant the walk did not yield. `None`: every one, or a walk that did not end.
+pub(super) fn walk_missed(
+    engine: &Engine<'_>,
+    trail: &mut Trail<'_, '_>,
+    tool: &str,
+    args: &Value,
+    first: &Exchange,
+    restaurant: &str,
+) -> Option<String> {
+    let ctx = engine.caller.ctx;
+    let dataset_id = ctx.id_map.to_dataset(restaurant);
+    let expected: Vec<String> =
+        ctx.dataset.orders_of(&dataset_id).map(|o| ctx.id_map.to_server(&o.id)).collect();
+    let mut walked = std::collections::HashSet::new();
+    let mut page = first.clone();
+    for _ in 0..MAX_PAGES {
+        if !succeeded(&page) {
+            return None;
+        }
+        let items = page
+            .structured()
+            .and_then(|s| s.get("data"))
+            .and_then(Value::as_object)
+            .and_then(|d| d.values().find_map(Value::as_array))
+            .cloned()
+            .unwrap_or_default();
+        walked.extend(items.iter().filter_map(|i| i.get("id")?.as_str().map(str::to_owned)));
+        let next = page.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
+        let Some(next) = next.filter(|c| !c.is_empty()) else {
+            let missed = rules::missed(&walked, &expected);
+            return (!missed.is_empty()).then(|| {
+                format!(
+                    "{tool}: a walk of every page missed {} of the {} orders the dataset has ({})",
+                    missed.len(),
+                    expected.len(),
+                    missed.iter().take(3).copied().collect::<Vec<_>>().join(", ")
+                )
+            });
+        };
+        let mut next_args = args.clone();
+        next_args["cursor"] = json!(next);
+        page = trail.call(tool, &next_args)?;
+    }
+    None
 }
 
 /// A cursor of the owner's `list_orders`, reused by `persona`.
@@ -340,6 +401,21 @@ pub fn burst(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<BurstC
                 answers[i].summary()
             );
             found.extend(observed_at(&trail, i, "IDEM-4", detail));
+        } else if let Some(i) = answers.iter().position(|ex| error_code(ex).is_some() && !rules::asks_to_retry_later(ex)) {
+            // `the error asks to retry after a delay`.
+            let detail = format!(
+                "create_instruction: MCP_OPERATION_IN_PROGRESS without a retry_after_ms > 0 ({})",
+                answers[i].summary()
+            );
+            found.extend(observed_at(&trail, i, "IDEM-4", detail));
+        } else if case.slowed && case.calls > 1 && answers.iter().all(succeeded) {
+            // Slowed, every duplicate arrives while the first still runs: `the call fails with
+            // "MCP_OPERATION_IN_PROGRESS"` for them, not a wait for the first and its replay.
+            let detail = format!(
+                "create_instruction: {} identical keyed calls at once, the first slowed by {RACE_LATENCY_MS} ms, all succeeded: no duplicate was told the operation is in progress",
+                case.calls
+            );
+            found.extend(observed_at(&trail, case.calls - 1, "IDEM-4", detail));
         } else {
             let count = count_instructions(&mut trail, &case.restaurant, &case.text);
             if let Some(n) = count.filter(|n| *n != 1) {
@@ -446,6 +522,11 @@ pub struct ScopeCase {
     pub text: String,
     pub key: String,
     pub persona: String,
+    /// The other keyed tool the owner reuses the key on (`create_organization`, which any user
+    /// may call: `The same key for another tool is another key`); none: `persona` reuses it on
+    /// `create_instruction`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
 }
 
 /// The personas a key is reused by: another OAuth client of the owner's user, and another user,
@@ -487,8 +568,15 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
         Some(case) => vec![Just(case).boxed()],
         None => scope_personas(engine)
             .into_iter()
+            .map(|p| (p, None))
+            .chain(
+                engine
+                    .tool("create_organization")
+                    .filter(|t| t.has_property("idempotency_key") && t.has_property("name"))
+                    .map(|t| (engine.caller.persona.clone(), Some(t.name.clone()))),
+            )
             .enumerate()
-            .map(|(i, persona)| {
+            .map(|(i, (persona, tool))| {
                 let busy = busy.clone();
                 // Each persona its own key and text: the same draw for both would meet the
                 // first one's instructions.
@@ -498,6 +586,7 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
                         text: format!("fuzz scope {tag:08x} {i}"),
                         key: format!("fuzz-scope-{tag:08x}-{i}"),
                         persona: persona.clone(),
+                        tool: tool.clone(),
                     })
                     .boxed()
             })
@@ -516,6 +605,24 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
             // Every rule of a single call on the first call, the key's rule judged still.
             let out = trail.checked("create_instruction", &args, &first).unwrap_or_default();
             if !succeeded(&first) {
+                return out;
+            }
+            if let Some(tool) = &case.tool {
+                // `The same key for another tool is another key`: a success, not a replay.
+                let other = json!({ "name": case.text, "idempotency_key": case.key });
+                let Some(second) = trail.call(tool, &other) else { return out };
+                let keyed_refusal = matches!(error_code(&second), Some("MCP_IDEMPOTENCY_MISMATCH" | "MCP_OPERATION_IN_PROGRESS"));
+                if rules::is_replay(&second) || keyed_refusal {
+                    let detail = format!(
+                        "{tool}: a key of create_instruction reused on another tool was answered as the same key ({})",
+                        second.summary()
+                    );
+                    let mut found = vec![trail.observed("IDEM-5", detail, tool, &other, &second)];
+                    found.extend(out);
+                    return found;
+                }
+                let mut out = out;
+                out.extend(trail.checked(tool, &other, &second).unwrap_or_default());
                 return out;
             }
             let Some(second) = trail.call_as(&case.persona, "create_instruction", &args) else { return out };
@@ -628,15 +735,25 @@ pub fn authority(engine: &Engine<'_>, rng: TestRng, fixed: Option<AuthorityCase>
         // The persona's membership back, whatever came of it: the other properties need it.
         let _ = runtime.block_on(control.restore_membership(&case.user, &case.organization));
         let Some(ex) = ex else { return Vec::new() };
-        if !succeeded(&ex) {
+        let forbidden = chataigne_contract::ErrorCode::ResourceForbidden.as_str();
+        let detail = if succeeded(&ex) {
+            format!(
+                "{}: the next page of {}'s walk was served after their membership was revoked ({})",
+                case.tool,
+                case.persona,
+                ex.summary()
+            )
+        } else if ex.is_error() && error_code(&ex).is_some_and(|c| c != forbidden) {
+            // `the call fails with "MCP_RESOURCE_FORBIDDEN"`: the access ended, not the cursor.
+            format!(
+                "{}: the next page of {}'s walk after their membership was revoked was refused with {}, not {forbidden}",
+                case.tool,
+                case.persona,
+                error_code(&ex).unwrap_or_default()
+            )
+        } else {
             return Vec::new();
-        }
-        let detail = format!(
-            "{}: the next page of {}'s walk was served after their membership was revoked ({})",
-            case.tool,
-            case.persona,
-            ex.summary()
-        );
+        };
         vec![trail.observed_as(&case.persona, "PAG-7", detail, &case.tool, &next, &ex)]
     })
 }
@@ -651,6 +768,9 @@ pub enum Injected {
     Internal,
     /// The tool fails with a `dependency` error (SEC-2).
     Dependency,
+    /// A keyed write: the write deadline shortened to 100 ms and its answer held 500 ms after its
+    /// effect (LIM-4's MCP_OUTCOME_UNKNOWN).
+    Outcome,
 }
 
 /// A read of one order while the control API injects a fault.
@@ -678,10 +798,19 @@ pub fn fault_cases(engine: &Engine<'_>) -> Vec<FaultCase> {
         kinds.push(Injected::Timeout);
     }
     kinds.extend([Injected::Internal, Injected::Dependency]);
-    kinds
+    let mut rows: Vec<FaultCase> = kinds
         .into_iter()
         .map(|injected| FaultCase { tool: "get_order".to_owned(), args: args.clone(), injected })
-        .collect()
+        .collect();
+    // A write past its deadline: one keyed instruction (a bounded write), with writes only.
+    let keyed = engine.tool("create_instruction").is_some_and(|t| t.has_property("idempotency_key"));
+    if engine.writes && has("deadlines") && keyed {
+        let tag = engine.seed;
+        let args =
+            instruction(&restaurant, &format!("fuzz outcome {tag:08x}"), &format!("fuzz-outcome-{tag:08x}"));
+        rows.push(FaultCase { tool: "create_instruction".to_owned(), args, injected: Injected::Outcome });
+    }
+    rows
 }
 
 /// LIM-4 and SEC-2 on a read: past its deadline it fails with MCP_TOOL_TIMEOUT (`the call
@@ -699,7 +828,15 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
     engine.run_rows(rows, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         let read_ms = chataigne_contract::tools::Kind::Read.deadline_ms();
+        let write_ms = chataigne_contract::tools::Kind::Write.deadline_ms();
         let set = match case.injected {
+            Injected::Outcome => {
+                runtime.block_on(control.set_deadlines(json!({ "write_ms": 100 }))).and_then(|()| {
+                    runtime.block_on(
+                        control.add_fault(json!({ "tool": case.tool, "delay_after_effect_ms": 500 })),
+                    )
+                })
+            }
             Injected::Timeout => {
                 runtime.block_on(control.set_deadlines(json!({ "read_ms": 100 }))).and_then(|()| {
                     runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))
@@ -719,12 +856,23 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
         if case.injected == Injected::Timeout {
             let _ = runtime.block_on(control.set_deadlines(json!({ "read_ms": read_ms })));
         }
+        if case.injected == Injected::Outcome {
+            let _ = runtime.block_on(control.set_deadlines(json!({ "write_ms": write_ms })));
+        }
         let Some(ex) = ex else { return Vec::new() };
         let out = trail.checked(&case.tool, &case.args, &ex).unwrap_or_default();
         let finding = match case.injected {
             Injected::Timeout => (error_code(&ex) != Some("MCP_TOOL_TIMEOUT")).then(|| {
                 let detail = format!(
                     "{}: a read slowed past its 100 ms deadline was not refused with MCP_TOOL_TIMEOUT ({})",
+                    case.tool,
+                    ex.summary()
+                );
+                ("LIM-4", detail)
+            }),
+            Injected::Outcome => (error_code(&ex) != Some("MCP_OUTCOME_UNKNOWN")).then(|| {
+                let detail = format!(
+                    "{}: a write whose answer came past its 100 ms deadline was not refused with MCP_OUTCOME_UNKNOWN ({})",
                     case.tool,
                     ex.summary()
                 );

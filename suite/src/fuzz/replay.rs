@@ -128,6 +128,9 @@ pub fn run(
         Replay::Expiry(case) => {
             races::expiry(&engine, rng, Some(case));
         }
+        Replay::Rates(case) => {
+            super::rates::run(&engine, Some(case));
+        }
     }
     if writes
         && let Some(control) = &ctx.control

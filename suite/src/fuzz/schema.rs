@@ -46,10 +46,12 @@ impl Tool {
     }
 
     /// Arguments the server must accept as well-formed: valid against what it published and
-    /// against the contract.
+    /// against the contract, a date range within LIM-1's rule.
     pub fn accepts(&self, args: &Value) -> bool {
         self.published.as_ref().is_none_or(|v| v.is_valid(args))
             && self.contract.as_ref().is_none_or(|v| v.is_valid(args))
+            && (!crate::rules::ranges::has_range(&self.schema)
+                || crate::rules::ranges::range_problem(args).is_none())
     }
 
     /// Whether the arguments carry this member.

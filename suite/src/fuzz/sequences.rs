@@ -190,6 +190,8 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         };
         let mut cursors = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        let mut walked = std::collections::HashSet::new();
+        let mut ended: Option<crate::client::Exchange> = None;
         let mut args = case.args.clone();
         for page in 0..MAX_PAGES {
             let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
@@ -214,13 +216,66 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
                     return vec![trail.observed("PAG-4", detail, &case.tool, &args, &ex)];
                 }
             }
+            walked.extend(items.iter().filter_map(|i| i.get("id")?.as_str().map(str::to_owned)));
             let next = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
-            let Some(next) = next.filter(|c| !c.is_empty()) else { break };
+            let Some(next) = next.filter(|c| !c.is_empty()) else {
+                ended = Some(ex);
+                break;
+            };
             cursors.push(next.to_owned());
             args["cursor"] = json!(next);
         }
+        // `the walk yields every order of … exactly once`: a whole walk of a restaurant's orders,
+        // no filter, holds every order the dataset gives it (the fuzzer creates none).
+        let unfiltered =
+            case.args.as_object().is_some_and(|a| a.keys().all(|k| k == "restaurant_id" || k == "limit"));
+        if let (Some(last), true, Some(restaurant)) = (
+            &ended,
+            case.tool == "list_orders" && unfiltered,
+            case.args.get("restaurant_id").and_then(Value::as_str),
+        ) {
+            let ctx = engine.caller.ctx;
+            let expected: Vec<String> = ctx
+                .dataset
+                .orders_of(&ctx.id_map.to_dataset(restaurant))
+                .map(|o| ctx.id_map.to_server(&o.id))
+                .collect();
+            let missed = crate::rules::missed(&walked, &expected);
+            if !missed.is_empty() {
+                let detail = format!(
+                    "{}: a walk of every page missed {} of the {} orders the dataset has ({})",
+                    case.tool,
+                    missed.len(),
+                    expected.len(),
+                    missed.iter().take(3).copied().collect::<Vec<_>>().join(", ")
+                );
+                return vec![trail.observed("PAG-4", detail, &case.tool, &args, last)];
+            }
+        }
         if cursors.is_empty() {
             return Vec::new();
+        }
+        // `A cursor continues with another limit when the filters are the same` (PAG-6): the
+        // first page's cursor with the page size changed by two, within the schema.
+        if let Some(tool) = engine.tool(&case.tool) {
+            let limit = case.args.get("limit").and_then(Value::as_i64).unwrap_or(chataigne_contract::DEFAULT_LIMIT as i64);
+            let mut other = case.args.clone();
+            other["cursor"] = json!(cursors[0]);
+            other["limit"] = json!(if limit > 2 { limit - 2 } else { limit + 2 });
+            if tool.accepts(&other) {
+                trail.steps.truncate(1);
+                let Some(ex) = trail.call(&case.tool, &other) else { return Vec::new() };
+                if error_code(&ex) == Some("MCP_CURSOR_INVALID") {
+                    let detail = format!(
+                        "{}: a cursor sent with another limit and the same filters was refused with MCP_CURSOR_INVALID, not continued",
+                        case.tool
+                    );
+                    return vec![trail.observed("PAG-6", detail, &case.tool, &other, &ex)];
+                }
+                if let Some(faults) = trail.checked(&case.tool, &other, &ex) {
+                    return faults;
+                }
+            }
         }
         let chosen = case.page.index(cursors.len());
         let original = &cursors[chosen];
@@ -234,25 +289,41 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         }
         bytes[at] = ALPHABET[pick];
         let tampered = String::from_utf8_lossy(&bytes).into_owned();
-        let mut args = case.args.clone();
-        args["cursor"] = json!(tampered);
-        let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
-        // PAG-5 first: it is what this call is for; then every rule of a single call.
-        match error_code(&ex) {
-            Some("MCP_CURSOR_INVALID") => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
-            _ if answered(&ex).is_empty() => vec![trail.observed(
-                "PAG-5",
-                format!(
-                    "{}: a cursor with character {at} changed was not refused with MCP_CURSOR_INVALID ({})",
-                    case.tool,
-                    ex.summary()
-                ),
-                &case.tool,
-                &args,
-                &ex,
-            )],
-            _ => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+        // The drawn change, then the feature's other changes of the same cursor
+        // (`rules::cursors::TAMPERINGS`), each after the pages up to that cursor's.
+        let mut changes = vec![(tampered, format!("a cursor with character {at} changed"))];
+        for how in crate::rules::cursors::TAMPERINGS {
+            let changed = crate::rules::cursors::tamper(original, how);
+            if changed != *original {
+                changes.push((changed, format!("a cursor {how}")));
+            }
         }
+        for (changed, what) in changes {
+            trail.steps.truncate(chosen + 1);
+            let mut args = case.args.clone();
+            args["cursor"] = json!(changed);
+            let Some(ex) = trail.call(&case.tool, &args) else { return Vec::new() };
+            // PAG-5 first: it is what this call is for; then every rule of a single call.
+            let found = match error_code(&ex) {
+                Some("MCP_CURSOR_INVALID") => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+                _ if answered(&ex).is_empty() => vec![trail.observed(
+                    "PAG-5",
+                    format!(
+                        "{}: {what} was not refused with MCP_CURSOR_INVALID ({})",
+                        case.tool,
+                        ex.summary()
+                    ),
+                    &case.tool,
+                    &args,
+                    &ex,
+                )],
+                _ => trail.checked(&case.tool, &args, &ex).unwrap_or_default(),
+            };
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        Vec::new()
     })
 }
 

@@ -225,7 +225,13 @@ fn string(name: &str, schema: &Value) -> BoxedStrategy<Drawn> {
 
 /// Valid arguments, with no mutation.
 pub fn valid(schema: &Value, resolver: Resolver) -> BoxedStrategy<Case> {
-    object(schema).prop_map(move |d| Case { args: resolver.resolve(&d), target: None }).boxed()
+    object(schema)
+        .prop_map(move |d| {
+            let mut args = resolver.resolve(&d);
+            crate::rules::ranges::ordered(&mut args);
+            Case { args, target: None }
+        })
+        .boxed()
 }
 
 /// Valid arguments but for `target`. `vocabulary` is every enum member the server published:
@@ -327,6 +333,7 @@ pub fn mutated(
         None => base
             .prop_map(move |d| {
                 let mut args = resolver.resolve(&d);
+                crate::rules::ranges::ordered(&mut args);
                 if let Some(m) = args.as_object_mut() {
                     m.remove(&target.field);
                 }
@@ -336,6 +343,8 @@ pub fn mutated(
         Some(r) => (base, r)
             .prop_map(move |(d, v)| {
                 let mut args = resolver.resolve(&d);
+                // One thing wrong: the range is right, unless the mutation is of its members.
+                crate::rules::ranges::ordered(&mut args);
                 if let Some(m) = args.as_object_mut() {
                     m.insert(target.field.clone(), v);
                 }

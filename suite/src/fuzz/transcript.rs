@@ -48,6 +48,8 @@ pub enum Replay {
     Authority(AuthorityCase),
     Fault(FaultCase),
     Expiry(ExpiryCase),
+    /// A burst until refused for the rate, and the pairs that must not be slowed (`rates`).
+    Rates(super::rates::RateCase),
 }
 
 /// One call of a finding and the answer received.
@@ -187,10 +189,13 @@ pub fn feature_text(t: &Transcript, ids: &IdMap) -> String {
             (Some(c), Some(g)) if listing && c == g && same_but_cursor => {
                 lines.push("    When they list the next page".to_owned())
             }
-            (Some(_), Some(_)) if listing && same_but_cursor && i == last && t.clause == "PAG-5" => lines
-                .push(
-                    "    When they list the next page, passing the cursor flipped in its middle".to_owned(),
-                ),
+            (Some(c), Some(g)) if listing && same_but_cursor && i == last && t.clause == "PAG-5" => {
+                let how = crate::rules::cursors::TAMPERINGS
+                    .into_iter()
+                    .find(|how| crate::rules::cursors::tamper(g, how) == c)
+                    .unwrap_or("flipped in its middle");
+                lines.push(format!("    When they list the next page, passing the cursor {how}"))
+            }
             _ if list_step(step, ids).is_some()
                 && t.calls.get(i + 1).is_some_and(|n| n.arguments.get("cursor").is_some()) =>
             {
@@ -274,6 +279,16 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
                 "    When they create the instruction \"{}\" in \"{r}\" with the key \"{}\"",
                 k.text, k.key
             );
+            if k.tool.is_some() {
+                out.extend([given(first), create]);
+                out.push(format!(
+                    "    And they create the organization \"{}\" with the key \"{}\"",
+                    k.text, k.key
+                ));
+                out.push("    Then the call succeeds".to_owned());
+                out.push("    And the answer is not a replay".to_owned());
+                return Some(out);
+            }
             out.extend([given(first), create.clone(), given(&k.persona), create]);
             out.push("    Then the call succeeds".to_owned());
             out.push("    And the answer is not a replay".to_owned());
@@ -313,6 +328,14 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
                     out.push(format!("    And the server slows \"{}\" by 500 ms", f.tool));
                     None
                 }
+                Injected::Outcome => {
+                    out.push("    And the server's write deadline is 100 ms".to_owned());
+                    out.push(format!(
+                        "    And the server holds the answers of \"{}\" for 500 ms after their effect",
+                        f.tool
+                    ));
+                    None
+                }
                 Injected::Internal => Some(("internal", "MCP_INTERNAL_ERROR")),
                 Injected::Dependency => Some(("dependency", "MCP_DEPENDENCY_UNAVAILABLE")),
             };
@@ -330,6 +353,9 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
             ));
             out.push("      \"\"\"".to_owned());
             match error {
+                None if f.injected == Injected::Outcome => {
+                    out.push("    Then the call fails with \"MCP_OUTCOME_UNKNOWN\"".to_owned())
+                }
                 None => out.push("    Then the call fails with \"MCP_TOOL_TIMEOUT\"".to_owned()),
                 Some((_, code)) => {
                     out.push(format!("    Then the call fails with \"{code}\""));
@@ -636,6 +662,7 @@ mod tests {
             transcript(
                 "IDEM-5",
                 Replay::KeyScope(ScopeCase {
+                    tool: None,
                     restaurant: "rst_central".to_owned(),
                     text: "fuzz scope 0000abcd 0".to_owned(),
                     key: "fuzz-scope-0000abcd-0".to_owned(),

@@ -14,6 +14,7 @@ use super::oracle::Fault;
 use super::transcript::Replay;
 use super::{Engine, Observed, PERSONA};
 use crate::client::{Exchange, McpClient, PROTOCOL_VERSION};
+use crate::rules::catalogue;
 use crate::rules::transport::{self as rules, MIRROR_CASES, Miss};
 
 /// A version no MCP revision has.
@@ -29,8 +30,57 @@ const ORIGINS: [&str; 4] = [
     "null",
 ];
 const FOREIGN_HOST: &str = "attacker.example";
+/// `protocol.feature`'s method no server has (`the answer is the JSON-RPC error -32601`).
+const UNKNOWN_METHOD: &str = "orders/teleport";
+/// `protocol.feature`'s body that is not JSON: a request cut before its closing brace.
+const NOT_JSON: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list""#;
 /// LIM-7: 1 MiB is read, a byte more is refused with 413.
 const MAX_BODY: usize = 1_048_576;
+
+/// One of the catalogue's rules on every tool of `tools/list` (`rules::catalogue`).
+struct CatalogueRule {
+    /// The probe is `catalogue NAME`.
+    name: &'static str,
+    clause: &'static str,
+    /// The reference choice a miss is a difference from, when the scenario is an ext one.
+    choice: Option<&'static str>,
+    rule: fn(&Value) -> Option<String>,
+    /// The steps that state it, after `When they list the tools`.
+    steps: &'static [&'static str],
+}
+
+const CATALOGUE_RULES: [CatalogueRule; 3] = [
+    CatalogueRule {
+        name: "described",
+        clause: "PROTO-3",
+        choice: None,
+        rule: catalogue::undescribed,
+        steps: &["Then every tool has a description, an input schema and an output schema"],
+    },
+    CatalogueRule {
+        name: "closed",
+        clause: "PROTO-3",
+        choice: Some("closed-schemas"),
+        rule: catalogue::not_closed,
+        steps: &[
+            "Then every input schema is a closed JSON Schema 2020-12 object",
+            "And every read tool is annotated read-only",
+            "And every write tool is annotated neither read-only nor destructive",
+            "And every idempotency-keyed write tool is annotated idempotent",
+        ],
+    },
+    CatalogueRule {
+        name: "bounded",
+        clause: "LIM-7",
+        choice: None,
+        rule: catalogue::unbounded_strings,
+        steps: &["Then every string argument of every tool declares a maxLength"],
+    },
+];
+
+fn catalogue_rule(probe: &str) -> Option<&'static CatalogueRule> {
+    CATALOGUE_RULES.iter().find(|r| probe.strip_prefix("catalogue ") == Some(r.name))
+}
 
 /// The probes this server is probed with, in order.
 pub fn probes(engine: &Engine<'_>) -> Vec<String> {
@@ -46,10 +96,13 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     // The contract's versions that have an initialize (2026-07-28 has none: server/discover).
     out.extend(PROTOCOL_VERSIONS.iter().filter(|v| **v != "2026-07-28").map(|v| format!("version {v}")));
     out.push("catalogue".to_owned());
+    out.extend(CATALOGUE_RULES.iter().map(|r| format!("catalogue {}", r.name)));
+    out.push(format!("method {UNKNOWN_METHOD}"));
     if !http {
         return out;
     }
     out.push(format!("version header {UNSUPPORTED}"));
+    out.push("discover".to_owned());
     out.push("mirror served".to_owned());
     out.extend(MIRROR_CASES.iter().map(|(case, _)| format!("mirror {case}")));
     out.extend(ORIGINS.iter().map(|o| format!("origin {o}")));
@@ -60,6 +113,7 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     }
     out.extend([format!("body {}", MAX_BODY + 1), format!("body {MAX_BODY}")]);
     out.extend(["jsonrpc missing", "jsonrpc 1.0", "params missing", "extra member"].map(str::to_owned));
+    out.push("not json".to_owned());
     out
 }
 
@@ -219,6 +273,39 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
             ctx.published.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
         return judged("ABS-1", "tools/list", ex, rules::exactly_the_contract_tools(&listed));
     }
+    if let Some(&CatalogueRule { clause, choice, rule, .. }) = catalogue_rule(name) {
+        // Judged on the whole catalogue the preflight listed (every page): the request is the
+        // one a reproduction sends.
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.request("tools/list", json!({})));
+        let problems = catalogue::problems(&ctx.published.tools, rule);
+        let miss = (!problems.is_empty())
+            .then(|| Miss { expected: format!("catalogue {name}"), got: problems.join("; ") });
+        let choice = miss.as_ref().and(choice);
+        return vec![Judged { clause, choice, tool: "tools/list".to_owned(), ex, miss }];
+    }
+    if let Some(method) = name.strip_prefix("method ") {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.request(method, json!({})));
+        return judged("PROTO-2", method, ex.clone(), rules::rpc_error(&ex, -32601));
+    }
+    if name == "not json" {
+        let Some(mut client) = session(engine) else { return Vec::new() };
+        let ex = send(engine, client.post_raw(NOT_JSON.as_bytes().to_vec(), None, &[]));
+        let rule = rules::refused_with_rpc_code(&ex, -32700);
+        return judged_choice("PROTO-2", "jsonrpc-error-codes", "(not JSON)", ex, rule);
+    }
+    if name == "discover" {
+        // `@ext-stateless-revision`: serving 2026-07-28 is a reference choice.
+        let Some(mut client) = owner_client(engine) else { return Vec::new() };
+        let ex = send(engine, client.request_2026("server/discover", json!({}), &[]));
+        let miss = ex.result().is_none().then(|| Miss {
+            expected: "server/discover served (protocol version 2026-07-28)".to_owned(),
+            got: ex.summary(),
+        });
+        let choice = miss.is_some().then_some("stateless-revision");
+        return vec![Judged { clause: "PROTO-1", choice, tool: "server/discover".to_owned(), ex, miss }];
+    }
     if let Some(case) = name.strip_prefix("mirror ") {
         let Some(mut client) = owner_client(engine) else { return Vec::new() };
         let discover = send(engine, client.request_2026("server/discover", json!({}), &[]));
@@ -261,7 +348,8 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     if name == "no token" {
         let mut client = ctx.anonymous_client(None, None);
         let ex = send(engine, client.initialize());
-        return judged("AUTH-1", "initialize", ex.clone(), rules::bearer_challenge(&ex).map(drop));
+        let rule = rules::challenge_on_origin(&ex, &ctx.endpoint).map(drop);
+        return judged("AUTH-1", "initialize", ex.clone(), rule);
     }
     if name == "other audience" {
         let Some(mut client) = ctx.client("other_audience") else { return Vec::new() };
@@ -349,6 +437,40 @@ pub fn scenario(name: &str) -> Vec<String> {
             owner,
             s("When they list the tools"),
             s("Then the tools are exactly the tools of the contract"),
+        ];
+    }
+    if let Some(rule) = catalogue_rule(name) {
+        let mut out = vec![owner, s("When they list the tools")];
+        out.extend(rule.steps.iter().map(|t| s(t)));
+        return out;
+    }
+    if let Some(method) = name.strip_prefix("method ") {
+        return vec![
+            owner,
+            s(&format!("When they send the JSON-RPC request \"{method}\"")),
+            s("Then the answer is the JSON-RPC error -32601"),
+        ];
+    }
+    if name == "not json" {
+        return vec![
+            owner,
+            s("When they post the raw body:"),
+            s("  \"\"\""),
+            s(&format!("  {NOT_JSON}")),
+            s("  \"\"\""),
+            s(
+                "Then the request is refused with a 4xx status, the JSON-RPC error -32700 by the reference's choice",
+            ),
+        ];
+    }
+    if name == "discover" {
+        return vec![
+            owner,
+            s(
+                "When an MCP client library connects with their token using protocol version \"2026-07-28\" and lists the tools",
+            ),
+            s("Then the library session uses protocol version \"2026-07-28\""),
+            s("And the library lists the tools of the contract"),
         ];
     }
     if let Some(case) = name.strip_prefix("mirror ") {

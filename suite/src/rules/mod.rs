@@ -3,12 +3,17 @@
 //! it makes (`fuzz`), and both reach the same verdict on the same answers. `transport` holds
 //! the transport's and the JSON-RPC envelope's.
 
+pub mod catalogue;
+pub mod cursors;
+pub mod envelope;
+pub mod ranges;
 pub mod transport;
 
 use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES};
 use serde_json::Value;
 
 use crate::client::Exchange;
+use crate::rate_verdict::Answer;
 
 /// The code of a tool error (`data.error.code`), if the answer is one.
 pub fn error_code(ex: &Exchange) -> Option<&str> {
@@ -33,6 +38,20 @@ pub fn success_or_in_progress(ex: &Exchange) -> bool {
         None => ex.structured().is_some() && !ex.is_error(),
         Some(c) => c == ErrorCode::OperationInProgress.as_str(),
     }
+}
+
+/// AUTH-3, `the error names the required scope "…"`: `data.error.required_scope` is `scope`.
+pub fn names_scope(ex: &Exchange, scope: &str) -> bool {
+    ex.structured().and_then(|s| s.pointer("/data/error/required_scope")).and_then(Value::as_str)
+        == Some(scope)
+}
+
+/// `the error asks to retry after a delay`: a tool error with `retry_after_ms` > 0.
+pub fn asks_to_retry_later(ex: &Exchange) -> bool {
+    ex.structured()
+        .and_then(|s| s.pointer("/data/error/retry_after_ms"))
+        .and_then(Value::as_f64)
+        .is_some_and(|ms| ms > 0.0)
 }
 
 /// PRE-4, `exactly one of the … calls succeeded, and the other failed with "A" or "B"`: of
@@ -76,6 +95,58 @@ pub fn oversized_item(ex: &Exchange) -> Option<String> {
             ErrorCode::OutputTooLarge.as_str()
         )
     })
+}
+
+/// `the page is marked truncated`, on a page the dataset makes over 128 KiB (the large orders
+/// restaurant's 50 orders): a success not marked `meta.truncated: true`, whatever its size.
+pub fn unmarked_cut(ex: &Exchange) -> Option<String> {
+    let truncated = ex.structured().and_then(|s| s.pointer("/meta/truncated")).and_then(Value::as_bool);
+    (is_success(ex) && truncated != Some(true)).then(|| {
+        format!("a page the dataset makes over {MAX_STRUCTURED_BYTES} bytes was not marked truncated")
+    })
+}
+
+/// `the call fails with "MCP_OUTPUT_TOO_LARGE"`, on an item the dataset makes over 128 KiB (the
+/// huge transcript): any other answer of a tool result. `None`: so refused, or no tool result.
+pub fn not_refused_too_large(ex: &Exchange) -> Option<String> {
+    let code = ErrorCode::OutputTooLarge.as_str();
+    if ex.result().is_none() || (ex.is_error() && error_code(ex) == Some(code)) {
+        return None;
+    }
+    Some(match error_code(ex) {
+        Some(other) => format!(
+            "an item the dataset makes over {MAX_STRUCTURED_BYTES} bytes was refused with {other}, not {code}"
+        ),
+        None => format!(
+            "an item the dataset makes over {MAX_STRUCTURED_BYTES} bytes was returned ({} bytes), not refused with {code}",
+            ex.structured_bytes()
+        ),
+    })
+}
+
+/// `the walk yields every order of … exactly once`: the dataset's IDs a complete walk did not
+/// yield.
+pub fn missed<'a>(walked: &std::collections::HashSet<String>, expected: &'a [String]) -> Vec<&'a str> {
+    expected.iter().filter(|id| !walked.contains(*id)).map(String::as_str).collect()
+}
+
+/// LIM-2, what one answer of a burst came to (`rate_verdict` judges the burst from them): a rate-limit refusal (category rate_limit or the code
+/// MCP_RATE_LIMITED), served (a success; with `any_answer`, any answer of a call refused anyway),
+/// or neither.
+pub fn rate_answer(ex: &Exchange, any_answer: bool) -> Answer {
+    let error = ex.structured().and_then(|s| s.pointer("/data/error"));
+    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str);
+    if ex.is_error()
+        && (field("category") == Some("rate_limit") || field("code") == Some(ErrorCode::RateLimited.as_str()))
+    {
+        return Answer::Limited;
+    }
+    let served = if any_answer {
+        ex.result().is_some() || ex.rpc_error().is_some()
+    } else {
+        ex.structured().is_some() && !ex.is_error() && error.is_none()
+    };
+    if served { Answer::Served } else { Answer::Other }
 }
 
 /// `… has exactly N instructions "TEXT"`, one page: how many items under `data.{key}` have

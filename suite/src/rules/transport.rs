@@ -121,6 +121,27 @@ pub fn bearer_challenge(ex: &Exchange) -> Rule<String> {
     }
 }
 
+/// RFC 9728 puts the protected resource metadata on the resource's own origin: whether `url` is
+/// on the origin of `endpoint` (a URL elsewhere is not fetched: a server under test would make
+/// the runner fetch anything it can reach).
+pub fn on_endpoint_origin(url: &str, endpoint: &str) -> bool {
+    let origin = |u: &str| u.parse::<reqwest::Url>().ok().map(|u| u.origin().ascii_serialization());
+    origin(endpoint).is_some() && origin(url) == origin(endpoint)
+}
+
+/// AUTH-1, `the answer is HTTP 401 with a bearer challenge naming the resource metadata` then
+/// `they fetch the protected resource metadata`: the challenge's URL is on the endpoint's origin.
+pub fn challenge_on_origin(ex: &Exchange, endpoint: &str) -> Rule<String> {
+    let url = bearer_challenge(ex)?;
+    if on_endpoint_origin(&url, endpoint) {
+        return Ok(url);
+    }
+    Err(Miss {
+        expected: "a bearer challenge whose resource_metadata is on the endpoint's origin".to_owned(),
+        got: "a resource_metadata URL on another origin".to_owned(),
+    })
+}
+
 /// Not a 5xx, and a JSON-RPC error with `code`.
 pub fn rpc_error(ex: &Exchange, code: i64) -> Rule {
     let expected = format!("JSON-RPC error {code}, without a 5xx");

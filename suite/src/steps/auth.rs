@@ -108,8 +108,7 @@ async fn fetch_metadata(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     };
     // RFC 9728 puts the metadata on the resource's own origin. Following a URL elsewhere would
     // let a server under test make the runner fetch (and show) anything it can reach.
-    let same_origin = url.parse::<reqwest::Url>().is_ok_and(|u| u.origin().ascii_serialization() == origin);
-    if !same_origin {
+    if !crate::rules::transport::on_endpoint_origin(&url, &w.ctx().endpoint) {
         return Err(w.fail_about(
             None,
             format!("resource_metadata on the endpoint's origin {origin}"),
@@ -237,7 +236,7 @@ async fn same_errors(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then(expr = "the error names the required scope {string}")]
 async fn required_scope(w: &mut ConformanceWorld, scope: String) -> anyhow::Result<()> {
     let body = w.tool_error()?;
-    if body.required_scope.as_deref() == Some(scope.as_str()) {
+    if crate::rules::names_scope(w.last()?, &scope) {
         Ok(())
     } else {
         Err(w.fail(format!("required_scope {scope}"), format!("{:?}", body.required_scope)))

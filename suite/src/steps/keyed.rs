@@ -256,9 +256,10 @@ async fn same_data(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then("the error asks to retry after a delay")]
 async fn retry_after(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let body = w.tool_error()?;
-    match body.retry_after_ms {
-        Some(ms) if ms > 0 => Ok(()),
-        other => Err(w.fail("retry_after_ms > 0", format!("{other:?}"))),
+    if crate::rules::asks_to_retry_later(w.last()?) {
+        Ok(())
+    } else {
+        Err(w.fail("retry_after_ms > 0", format!("{:?}", body.retry_after_ms)))
     }
 }
 

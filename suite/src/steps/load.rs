@@ -58,18 +58,7 @@ enum Expect {
 }
 
 fn classify(ex: &Exchange, expect: Expect) -> Answer {
-    let error = ex.structured().and_then(|s| s.pointer("/data/error"));
-    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str);
-    if ex.is_error()
-        && (field("category") == Some("rate_limit") || field("code") == Some(ErrorCode::RateLimited.as_str()))
-    {
-        return Answer::Limited;
-    }
-    let served = match expect {
-        Expect::Success => ex.structured().is_some() && !ex.is_error() && error.is_none(),
-        Expect::AnyAnswer => ex.result().is_some() || ex.rpc_error().is_some(),
-    };
-    if served { Answer::Served } else { Answer::Other }
+    crate::rules::rate_answer(ex, expect == Expect::AnyAnswer)
 }
 
 /// One burst: its calls, and the few exchanges worth showing.
@@ -380,7 +369,7 @@ async fn refusal_is_rate_limit(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let limited = ErrorCode::RateLimited;
     let code = error.get("code").and_then(Value::as_str).unwrap_or("(none)").to_owned();
     let retryable = error.get("retryable").and_then(Value::as_bool);
-    let retry_after = error.get("retry_after_ms").and_then(Value::as_f64);
+    let retry_after = crate::rules::asks_to_retry_later(ex);
     // The burst step records the refusal last: ext differences carry its request_id.
     if code != limited.as_str() {
         w.ext_difference(
@@ -394,7 +383,7 @@ async fn refusal_is_rate_limit(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             format!("a rate-limit refusal with retryable {retryable:?} where {limited} is retryable"),
         );
     }
-    if !retry_after.is_some_and(|ms| ms > 0.0) {
+    if !retry_after {
         w.ext_difference(
             "retry-after",
             format!("a rate-limit refusal with retry_after_ms {:?}", error.get("retry_after_ms")),

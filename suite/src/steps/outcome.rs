@@ -83,12 +83,7 @@ async fn flagged(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 
 #[then("the error carries a code, a category, a retryable flag, a message and a request_id")]
 async fn error_fields(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let err = ex.structured().and_then(|s| s.pointer("/data/error"));
-    let missing: Vec<&str> = ["code", "category", "retryable", "message", "request_id"]
-        .into_iter()
-        .filter(|k| err.and_then(|e| e.get(k)).is_none())
-        .collect();
+    let missing = crate::rules::envelope::error_missing(w.last()?);
     if !missing.is_empty() {
         return Err(w.fail(
             "data.error with code, category, retryable, message, request_id",
@@ -159,12 +154,7 @@ async fn every_error_fixed(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 
 #[then("the structured content holds data and meta with request_id, truncated and replayed")]
 async fn success_shape(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let s = ex.structured();
-    let missing: Vec<&str> = ["/data", "/meta", "/meta/request_id", "/meta/truncated", "/meta/replayed"]
-        .into_iter()
-        .filter(|p| s.and_then(|s| s.pointer(p)).is_none())
-        .collect();
+    let missing = crate::rules::envelope::success_missing(w.last()?);
     if !missing.is_empty() {
         return Err(w.fail(
             "structuredContent {data, meta: {request_id, truncated, replayed}}",
@@ -176,17 +166,8 @@ async fn success_shape(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 
 #[then("the result has one text block a person can read")]
 async fn one_text(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let ex = w.last()?;
-    let texts = ex.texts();
     let expected = "exactly one non-empty text block, prose rather than a JSON dump";
-    match texts.as_slice() {
-        [text] if text.trim().is_empty() => Err(w.fail(expected, "an empty text block")),
-        [text] if serde_json::from_str::<Value>(text).is_ok_and(|v| v.is_object() || v.is_array()) => {
-            Err(w.fail(expected, "a text block that is JSON"))
-        }
-        [_] => Ok(()),
-        other => Err(w.fail(expected, format!("{} text blocks", other.len()))),
-    }
+    crate::rules::envelope::one_readable_text(w.last()?).map_err(|got| w.fail(expected, got))
 }
 
 /// ENV-3 on every tool call of the scenario.

@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 
 use anyhow::anyhow;
-use base64::Engine as _;
 use chataigne_contract::MAX_STRUCTURED_BYTES;
 use chataigne_contract::envelope::{self, Parsed};
 use cucumber::{then, when};
@@ -206,34 +205,7 @@ async fn next_tampered(w: &mut ConformanceWorld, how: String) -> anyhow::Result<
     next_page(w, list, changed, "").await
 }
 
-/// Change `cursor` the way the step says; never returns it unchanged (but for an empty one).
-pub fn tamper(cursor: &str, how: &str) -> String {
-    let mut chars: Vec<char> = cursor.chars().collect();
-    let flip = |c: char| match c {
-        'z' => 'a',
-        'Z' => 'A',
-        '9' => '0',
-        c if c.is_ascii_alphanumeric() => (c as u8 + 1) as char,
-        _ => 'A',
-    };
-    match how {
-        "flipped in its middle" if !chars.is_empty() => {
-            let i = chars.len() / 2;
-            chars[i] = flip(chars[i]);
-            chars.into_iter().collect()
-        }
-        "flipped at its first character" if !chars.is_empty() => {
-            chars[0] = flip(chars[0]);
-            chars.into_iter().collect()
-        }
-        "truncated by one character" => {
-            chars.pop();
-            chars.into_iter().collect()
-        }
-        "re-encoded in base64" => base64::engine::general_purpose::STANDARD.encode(cursor),
-        _ => String::new(),
-    }
-}
+pub use crate::rules::cursors::tamper;
 
 /// Every page of a list, following `next_cursor` until it is absent; optionally with a new
 /// order arriving (control API) after each page, to prove the cursor is a keyset (PAG-4).

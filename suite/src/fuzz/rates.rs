@@ -1,0 +1,210 @@
+//! LIM-2 and LIM-3, once, after the budget: a burst of one read tool as one persona until the
+//! server refuses it for its rate, judged as `the first 1000 calls were all served, and a refusal
+//! came in time` and `the refusal is a rate limit` judge it (`rate_verdict`); then the persona's
+//! next read of another tool and another persona's call of the same tool must not be limited
+//! (`nobody else is slowed`). The pair is the one of the access tables' allowed read rows the run
+//! called least (its earlier calls may be in the window: a refusal that comes while they could
+//! make up the difference is not judged).
+
+use std::time::Instant;
+
+use chataigne_contract::{Kind, ToolName};
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::access::Group;
+use super::oracle::Fault;
+use super::{Engine, Observed, Replay};
+use crate::client::{Exchange, McpClient};
+use crate::rate_verdict::{self, Answer, Call, IN_FLIGHT, Verdict};
+
+/// The longest a burst goes on without a refusal: a server slower than this is not judged.
+const MAX_BURST_S: f64 = 30.0;
+
+/// A burst's pair, and the calls that follow it once it is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateCase {
+    pub persona: String,
+    pub tool: String,
+    pub args: Value,
+    /// (persona, tool, arguments): the same persona on another tool, other personas on the tool.
+    pub others: Vec<(String, String, Value)>,
+    /// Calls of the pair the run made before the burst.
+    pub prior: u64,
+}
+
+/// The burst's pair: an allowed read row of the access tables, by another persona than the
+/// fuzzer's, the one the run called least; `None` when there is none.
+pub fn case(engine: &Engine<'_>) -> Option<RateCase> {
+    let read = |tool: &str| ToolName::parse(tool).is_some_and(|t| t.kind() == Kind::Read);
+    let rows: Vec<_> = engine.access.iter().filter(|r| r.group == Group::Allowed && read(&r.tool)).collect();
+    let tally = engine.caller.tally.borrow();
+    let calls = |p: &str, t: &str| tally.get(&(p.to_owned(), t.to_owned())).copied().unwrap_or(0);
+    let user = |p: &str| {
+        engine.caller.ctx.dataset.personas.iter().find(|d| d.persona == p).map(|d| d.user_id.clone())
+    };
+    // A pair whose user has another client allowed the tool, if any: a window per user rather
+    // than per client is then told apart too.
+    let sibling = |r: &super::access::AccessCase| {
+        rows.iter()
+            .any(|o| o.tool == r.tool && o.persona != r.persona && user(&o.persona) == user(&r.persona))
+    };
+    let row = rows
+        .iter()
+        .filter(|r| r.persona != engine.caller.persona)
+        .min_by_key(|r| (calls(&r.persona, &r.tool), !sibling(r)))?;
+    let mut others = Vec::new();
+    if let Some(other) = rows.iter().find(|r| r.persona == row.persona && r.tool != row.tool) {
+        others.push((other.persona.clone(), other.tool.clone(), other.arguments.clone()));
+    }
+    // Another OAuth client of the same user first (a window per user is the likelier slip),
+    // then another user.
+    let mut same_tool: Vec<_> =
+        rows.iter().filter(|r| r.tool == row.tool && r.persona != row.persona).collect();
+    same_tool.sort_by_key(|r| user(&r.persona) != user(&row.persona));
+    let mut personas = Vec::new();
+    for r in same_tool {
+        if !personas.contains(&r.persona) {
+            personas.push(r.persona.clone());
+            others.push((r.persona.clone(), r.tool.clone(), r.arguments.clone()));
+        }
+    }
+    others.truncate(3);
+    Some(RateCase {
+        persona: row.persona.clone(),
+        tool: row.tool.clone(),
+        args: row.arguments.clone(),
+        others,
+        prior: calls(&row.persona, &row.tool),
+    })
+}
+
+/// A fresh initialized session of `persona` (`None`: no token, or it cannot initialize).
+async fn session(engine: &Engine<'_>, persona: &str) -> Option<McpClient> {
+    let mut client = engine.caller.ctx.client(persona)?;
+    client.initialize().await;
+    client.is_initialized().then_some(client)
+}
+
+/// Send the pair's call, [`IN_FLIGHT`] at a time through as many sessions, until the server
+/// refuses one for its rate (or `rate_verdict::keep_sending` or [`MAX_BURST_S`] says stop).
+fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<(Vec<Call>, Option<Exchange>)> {
+    let runtime = engine.caller.runtime;
+    runtime.block_on(async {
+        let fresh = futures::future::join_all((0..IN_FLIGHT).map(|_| session(engine, &case.persona))).await;
+        let mut idle: Vec<McpClient> = fresh.into_iter().collect::<Option<_>>()?;
+        let start = Instant::now();
+        let mut pending = FuturesUnordered::new();
+        let mut calls = Vec::new();
+        let mut refusal = None;
+        let mut next = 1;
+        let mut stop = false;
+        loop {
+            while !stop {
+                let elapsed = start.elapsed().as_secs_f64();
+                if !rate_verdict::keep_sending(limit, next - 1, elapsed) || elapsed > MAX_BURST_S {
+                    stop = true;
+                    break;
+                }
+                let Some(mut client) = idle.pop() else { break };
+                let (index, tool, args) = (next, case.tool.clone(), case.args.clone());
+                next += 1;
+                pending.push(async move {
+                    let sent = start.elapsed().as_secs_f64();
+                    let ex = client.call_tool(&tool, args).await;
+                    (client, index, sent, start.elapsed().as_secs_f64(), ex)
+                });
+            }
+            let Some((client, index, sent, answered, ex)) = pending.next().await else { break };
+            idle.push(client);
+            let answer = crate::rules::rate_answer(&ex, false);
+            calls.push(Call { index, answer, sent, answered });
+            if answer != Answer::Served {
+                stop = true;
+                if answer == Answer::Limited && refusal.is_none() {
+                    refusal = Some(ex);
+                }
+            }
+        }
+        engine.caller.meter.borrow_mut().calls += (IN_FLIGHT + calls.len()) as u64;
+        Some((calls, refusal))
+    })
+}
+
+/// Run the burst once (or `fixed`'s, for a replay); returns whether it broke a rule.
+pub fn run(engine: &Engine<'_>, fixed: Option<RateCase>) -> bool {
+    let Some(case) = fixed.or_else(|| case(engine)) else { return false };
+    let replay = |c: &RateCase| Replay::Rates(c.clone());
+    let rng = super::rng(engine.seed, 0, 5 << 32);
+    engine.run_rows(vec![case], rng, &replay, &|case| judge(engine, case))
+}
+
+fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
+    let Some(limit) = ToolName::parse(&case.tool).map(|t| t.kind().rate_per_minute() as usize) else {
+        return Vec::new();
+    };
+    let Some((calls, refusal)) = burst(engine, case, limit) else { return Vec::new() };
+    let observe =
+        |clause: &'static str, detail: String, persona: &str, tool: &str, args: &Value, ex: &Exchange| {
+            Observed::new(Fault { clause, detail }, persona, tool, args, ex)
+        };
+    let mut out = Vec::new();
+    let who = format!("{} as `{}`", case.tool, case.persona);
+    match rate_verdict::judge(limit, &calls) {
+        Verdict::Early { served, refused } if served as u64 + case.prior < limit as u64 => {
+            if let Some(ex) = &refusal {
+                let detail = format!(
+                    "{who}: call {refused} of a burst refused for its rate when at most {served} calls (and {} earlier ones) could have been served; the contract serves {limit} a minute",
+                    case.prior
+                );
+                out.push(observe("LIM-2", detail, &case.persona, &case.tool, &case.args, ex));
+            }
+        }
+        Verdict::NoRefusal { sent, elapsed_s, bound } => {
+            // No exchange of the burst is kept but the last refusal: a fresh call shows the state.
+            let ex = engine.caller.runtime.block_on(async {
+                let mut client = session(engine, &case.persona).await?;
+                Some(client.call_tool(&case.tool, case.args.clone()).await)
+            });
+            if let Some(ex) = ex {
+                let detail = format!(
+                    "{who}: no rate-limit refusal after {sent} calls in {elapsed_s:.1} s, more than any window of {limit} a minute serves ({bound})"
+                );
+                out.push(observe("LIM-2", detail, &case.persona, &case.tool, &case.args, &ex));
+            }
+        }
+        _ => {}
+    }
+    let Some(refusal) = refusal else { return out };
+    // `the refusal is a rate limit`: its envelope by every rule of an error (ENV-4, ENV-5), and
+    // a delay to wait (the project's `retry_after_ms`, a reference choice).
+    for v in crate::invariants::check(&refusal, engine.caller.token_of(&case.persona)) {
+        out.push(observe(v.clause, v.detail, &case.persona, &case.tool, &case.args, &refusal));
+    }
+    if !crate::rules::asks_to_retry_later(&refusal) {
+        let detail =
+            format!("{who}: a rate-limit refusal without a retry_after_ms > 0 ({})", refusal.summary());
+        let mut o = observe("LIM-2", detail, &case.persona, &case.tool, &case.args, &refusal);
+        o.choice = Some("retry-after");
+        out.push(o);
+    }
+    // `nobody else is slowed`: one call of each other pair, through a fresh session.
+    for (persona, tool, args) in &case.others {
+        let ex = engine.caller.runtime.block_on(async {
+            let mut client = session(engine, persona).await?;
+            Some(client.call_tool(tool, args.clone()).await)
+        });
+        engine.caller.meter.borrow_mut().calls += 2;
+        let Some(ex) = ex else { continue };
+        if crate::rules::rate_answer(&ex, true) == Answer::Limited {
+            let detail = format!(
+                "{tool} as `{persona}` was refused for its rate once {who} was limited: a limit is per OAuth client, user and tool ({})",
+                ex.summary()
+            );
+            out.push(observe("LIM-3", detail, persona, tool, args, &ex));
+        }
+    }
+    out
+}
