@@ -71,6 +71,13 @@ pub fn largest_cases(engine: &Engine<'_>) -> Vec<LargestCase> {
     if let Some((_, r)) = page {
         push("list_orders", json!({ "restaurant_id": server(&r.id), "limit": 50 }));
     }
+    // The same pages through every filter that keeps them over 128 KiB (`matrices::page_size_rows`,
+    // as the suite's matrix derives them), as the fuzzing persona.
+    for row in crate::matrices::page_size_rows(d) {
+        if row.persona == engine.caller.persona && row.filter != "no filter" && mine(&row.restaurant) {
+            push(row.tool.as_str(), ctx.id_map.outbound(&row.args));
+        }
+    }
     let transcript = d
         .transcripts
         .iter()
@@ -119,12 +126,17 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
         let arg = |k: &str| case.args.get(k).and_then(Value::as_str);
         // The dataset's landmarks are over 128 KiB by design: the steps' rules hold whatever
         // size the answer has (a page cut but not marked, a transcript cut and returned).
-        let rule = if case.tool == "list_orders" && arg("restaurant_id") == Some(large.as_str()) {
+        // A filtered page keeps a part of the large restaurant's orders: held to LIM-5's cut,
+        // not to the whole walk.
+        let filtered =
+            case.args.as_object().is_some_and(|a| a.keys().any(|k| k != "restaurant_id" && k != "limit"));
+        let rule = if case.tool == "list_orders" && arg("restaurant_id") == Some(large.as_str()) && !filtered
+        {
             rules::unmarked_cut(&ex).map(|d| ("LIM-5", d)).or_else(|| {
                 walk_missed(engine, &mut trail, &case.tool, &case.args, &ex, &large).map(|d| ("LIM-5", d))
             })
         } else if case.tool.starts_with("list_") {
-            rules::untruncated_page(&ex).map(|d| ("LIM-5", d))
+            rules::untruncated_page(&ex).or_else(|| rules::page_refused_too_large(&ex)).map(|d| ("LIM-5", d))
         } else if case.tool == "get_transcript" && arg("transcript_id") == Some(huge.as_str()) {
             rules::not_refused_too_large(&ex).map(|d| ("LIM-6", d))
         } else if case.tool == "get_transcript" {

@@ -106,6 +106,15 @@ pub fn unmarked_cut(ex: &Exchange) -> Option<String> {
     })
 }
 
+/// LIM-5 on a page the dataset makes over 128 KiB: refused as too large instead of cut (a page
+/// can always be cut, down to one item). `Some`: what was wrong.
+pub fn page_refused_too_large(ex: &Exchange) -> Option<String> {
+    let code = ErrorCode::OutputTooLarge.as_str();
+    (ex.is_error() && error_code(ex) == Some(code)).then(|| {
+        format!("a page the dataset makes over {MAX_STRUCTURED_BYTES} bytes was refused with {code}, not cut")
+    })
+}
+
 /// `the call fails with "MCP_OUTPUT_TOO_LARGE"`, on an item the dataset makes over 128 KiB (the
 /// huge transcript): any other answer of a tool result. `None`: so refused, or no tool result.
 pub fn not_refused_too_large(ex: &Exchange) -> Option<String> {
