@@ -15,6 +15,7 @@ mod logs;
 mod matrices;
 mod outcome;
 pub mod pages;
+mod params;
 mod protocol;
 pub mod reads;
 mod reports;
