@@ -608,6 +608,42 @@ impl HttpResponse {
     }
 }
 
+/// Exchanges built by hand for the unit tests of the rules that judge them (`invariants`,
+/// `rules`, `rules::transport`).
+#[cfg(test)]
+impl Exchange {
+    /// A `list_orders` call as "owner" over HTTP, answered 200 with `message` as its JSON body.
+    pub(crate) fn answered_for_test(message: Option<Value>) -> Exchange {
+        Exchange {
+            persona: Some("owner".into()),
+            method: "tools/call".into(),
+            tool: Some("list_orders".into()),
+            url: "http://127.0.0.1:1/mcp".into(),
+            request_headers: Vec::new(),
+            request_body: String::new(),
+            request_bytes: 0,
+            rpc_id: Some(1),
+            outcome: Ok(HttpResponse {
+                status: Some(200),
+                headers: Vec::new(),
+                content_type: "application/json".into(),
+                body: String::new(),
+                body_bytes: 0,
+                message,
+                problem: None,
+            }),
+            elapsed: Duration::ZERO,
+            stdio: false,
+            sent_strings: Vec::new(),
+        }
+    }
+
+    /// The answer of an exchange built with [`Exchange::answered_for_test`], to change.
+    pub(crate) fn response_mut_for_test(&mut self) -> &mut HttpResponse {
+        self.outcome.as_mut().expect("an exchange built for a test has an answer")
+    }
+}
+
 impl Exchange {
     /// An exchange of `client` with nothing sent yet: `why` is its outcome until one is set.
     fn without_answer(client: &McpClient, method: &str, why: &str) -> Exchange {

@@ -204,12 +204,10 @@ pub fn code_of_its_own(ex: &Exchange) -> Option<(String, Category, bool)> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use serde_json::json;
 
     use super::*;
-    use crate::client::HttpResponse;
 
     fn answered(error: Value, arguments: Value) -> Exchange {
         let rid = "req_0123456789abcdefAB";
@@ -220,28 +218,10 @@ mod tests {
             "content": [{ "type": "text", "text": "refused" }],
             "structuredContent": { "data": { "error": error }, "meta": { "request_id": rid } },
         }});
-        Exchange {
-            persona: Some("owner".into()),
-            method: "tools/call".into(),
-            tool: Some("list_orders".into()),
-            url: "http://127.0.0.1:1/mcp".into(),
-            request_headers: Vec::new(),
-            request_body: String::new(),
-            request_bytes: 0,
-            rpc_id: Some(1),
-            outcome: Ok(HttpResponse {
-                status: Some(200),
-                headers: vec![("x-request-id".into(), rid.into())],
-                content_type: "application/json".into(),
-                body: String::new(),
-                body_bytes: 0,
-                message: Some(message),
-                problem: None,
-            }),
-            elapsed: Duration::ZERO,
-            stdio: false,
-            sent_strings: crate::client::sent_strings(&arguments),
-        }
+        let mut ex = Exchange::answered_for_test(Some(message));
+        ex.response_mut_for_test().headers = vec![("x-request-id".into(), rid.into())];
+        ex.sent_strings = crate::client::sent_strings(&arguments);
+        ex
     }
 
     fn clauses(ex: &Exchange) -> Vec<&'static str> {

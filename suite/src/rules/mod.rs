@@ -217,28 +217,7 @@ mod tests {
     fn answer(structured: Value) -> Exchange {
         let is_error = structured.pointer("/data/error").is_some();
         let message = json!({ "jsonrpc": "2.0", "id": 1, "result": { "isError": is_error, "structuredContent": structured, "content": [] } });
-        Exchange {
-            persona: Some("owner".into()),
-            method: "tools/call".into(),
-            tool: Some("list_orders".into()),
-            url: "http://127.0.0.1:1/mcp".into(),
-            request_headers: Vec::new(),
-            request_body: String::new(),
-            request_bytes: 0,
-            rpc_id: Some(1),
-            outcome: Ok(crate::client::HttpResponse {
-                status: Some(200),
-                headers: Vec::new(),
-                content_type: "application/json".into(),
-                body: String::new(),
-                body_bytes: 0,
-                message: Some(message),
-                problem: None,
-            }),
-            elapsed: std::time::Duration::ZERO,
-            stdio: false,
-            sent_strings: Vec::new(),
-        }
+        Exchange::answered_for_test(Some(message))
     }
 
     fn ok(meta: Value) -> Exchange {

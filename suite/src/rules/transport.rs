@@ -258,34 +258,18 @@ pub fn mirror_override(case: &str) -> Option<(&'static str, &'static str)> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use super::*;
-    use crate::client::HttpResponse;
 
     fn ex(status: u16, headers: &[(&str, &str)], message: Option<Value>, body_bytes: usize) -> Exchange {
-        Exchange {
-            persona: None,
-            method: "raw".to_owned(),
-            tool: None,
-            url: "http://127.0.0.1/mcp".to_owned(),
-            request_headers: Vec::new(),
-            request_body: String::new(),
-            request_bytes: 0,
-            rpc_id: Some(1),
-            outcome: Ok(HttpResponse {
-                status: Some(status),
-                headers: headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect(),
-                content_type: "application/json".to_owned(),
-                body: message.as_ref().map(Value::to_string).unwrap_or_default(),
-                body_bytes,
-                message,
-                problem: None,
-            }),
-            elapsed: Duration::ZERO,
-            stdio: false,
-            sent_strings: Vec::new(),
-        }
+        let body = message.as_ref().map(Value::to_string).unwrap_or_default();
+        let mut ex = Exchange::answered_for_test(message);
+        (ex.persona, ex.method, ex.tool) = (None, "raw".to_owned(), None);
+        let response = ex.response_mut_for_test();
+        response.status = Some(status);
+        response.headers = headers.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect();
+        (response.body, response.body_bytes) = (body, body_bytes);
+        ex
     }
 
     fn result(id: Value, result: Value) -> Option<Value> {

@@ -10,6 +10,7 @@ use chataigne_contract::tools::SCOPES;
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
+use crate::steps::params::{Source, Target};
 use crate::world::ConformanceWorld;
 
 #[when("someone without a token initializes")]
@@ -248,8 +249,8 @@ async fn required_scope(w: &mut ConformanceWorld, scope: String) -> anyhow::Resu
 /// (a sibling's record labelled with the restaurant asked is still a leak), and by the server's
 /// `restaurant_id` label otherwise (records created by runs are in no dataset). Nothing to judge
 /// is a failure: an empty answer proves nothing.
-#[then(regex = r#"^every (result|item of the walk) belongs to (the [a-z][a-z -]*?[a-z]|"[^"]+")$"#)]
-async fn every_result_of(w: &mut ConformanceWorld, source: String, target: String) -> anyhow::Result<()> {
+#[then(expr = "every {source} belongs to {target}")]
+async fn every_result_of(w: &mut ConformanceWorld, source: Source, target: Target) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let items: Vec<Value> = if source == "result" {
         let data = w.success()?.data;
@@ -296,8 +297,8 @@ fn not_owned_by(items: &[Value], restaurant: &str, owner_of: impl Fn(&str) -> Op
 
 /// AUTH-5's count: the walk holds every instruction the dataset gives the restaurant, so an
 /// empty list (or one that lost them) cannot pass "every item belongs to it".
-#[then(regex = r#"^the walk holds every instruction of (the [a-z][a-z -]*?[a-z]|"[^"]+") in the dataset$"#)]
-async fn walk_holds_instructions(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+#[then(expr = "the walk holds every instruction of {target} in the dataset")]
+async fn walk_holds_instructions(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let walk = w.walk.as_ref().ok_or_else(|| anyhow!("no walk yet: add `When they walk all the … of …`"))?;
     let seen: std::collections::HashSet<&str> =

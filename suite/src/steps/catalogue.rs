@@ -90,16 +90,7 @@ async fn exactly_the_catalogue(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// The table lists words; a tool name containing one (between underscores or not) is refused.
 #[then("no tool name contains any of these words:")]
 async fn no_forbidden_names(w: &mut ConformanceWorld, step: &Step) -> anyhow::Result<()> {
-    let words: Vec<String> = step
-        .table
-        .as_ref()
-        .ok_or_else(|| anyhow!("this step needs a table of words"))?
-        .rows
-        .iter()
-        .flatten()
-        .map(|c| c.trim().to_ascii_lowercase())
-        .filter(|c| !c.is_empty())
-        .collect();
+    let words = super::table_words(step, "this step needs a table of words")?;
     check_each(w, "no tool named after a deliberately absent operation", |t| {
         let n = name(t).to_ascii_lowercase();
         let hits: Vec<&str> =

@@ -6,6 +6,7 @@ use anyhow::anyhow;
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
+use crate::steps::params::{Count, Quoted, Target};
 use crate::world::{Concurrent, ConformanceWorld};
 
 fn instruction_args(w: &ConformanceWorld, target: &str, text: &str, key: &str) -> anyhow::Result<Value> {
@@ -14,14 +15,12 @@ fn instruction_args(w: &ConformanceWorld, target: &str, text: &str, key: &str) -
     )
 }
 
-#[when(
-    regex = r#"^they create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
-)]
+#[when(expr = "they create the instruction {quoted} in {target} with the key {quoted}")]
 async fn create_instruction(
     w: &mut ConformanceWorld,
-    text: String,
-    target: String,
-    key: String,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
 ) -> anyhow::Result<()> {
     let args = instruction_args(w, &target, &text, &key)?;
     w.dirty = true;
@@ -30,13 +29,13 @@ async fn create_instruction(
 
 /// The same arguments, their keys written in another order (JSON equality, IDEM-2).
 #[when(
-    regex = r#"^they create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)", the arguments in another order$"#
+    expr = "they create the instruction {quoted} in {target} with the key {quoted}, the arguments in another order"
 )]
 async fn create_instruction_reordered(
     w: &mut ConformanceWorld,
-    text: String,
-    target: String,
-    key: String,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
 ) -> anyhow::Result<()> {
     let args = w.ctx().id_map.outbound(&instruction_args(w, &target, &text, &key)?);
     // serde_json writes keys sorted; this text writes them reversed.
@@ -48,14 +47,12 @@ async fn create_instruction_reordered(
     w.call_tool_text("create_instruction", &text).await.map(drop)
 }
 
-#[when(
-    regex = r#"^they send the message "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
-)]
+#[when(expr = "they send the message {quoted} in {target} with the key {quoted}")]
 async fn send_message(
     w: &mut ConformanceWorld,
-    text: String,
-    target: String,
-    key: String,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
 ) -> anyhow::Result<()> {
     let args = message_args(w, None, &target, &text, &key)?;
     w.dirty = true;
@@ -85,15 +82,13 @@ pub(crate) fn message_args(
 }
 
 /// AUTH-5: a message to a conversation addressed through a restaurant it does not belong to.
-#[when(
-    regex = r#"^they send the message "([^"]*)" through (the [a-z][a-z -]*?[a-z]|"[^"]+") in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
-)]
+#[when(expr = "they send the message {quoted} through {target} in {target} with the key {quoted}")]
 async fn send_message_through(
     w: &mut ConformanceWorld,
-    text: String,
-    through: String,
-    target: String,
-    key: String,
+    text: Quoted,
+    through: Target,
+    target: Target,
+    key: Quoted,
 ) -> anyhow::Result<()> {
     let args = message_args(w, Some(&through), &target, &text, &key)?;
     w.dirty = true;
@@ -107,14 +102,12 @@ async fn create_organization(w: &mut ConformanceWorld, name: String, key: String
     w.call_tool("create_organization", args).await.map(drop)
 }
 
-#[when(
-    regex = r#"^they create the restaurant "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)"$"#
-)]
+#[when(expr = "they create the restaurant {quoted} in {target} with the key {quoted}")]
 async fn create_restaurant(
     w: &mut ConformanceWorld,
-    name: String,
-    target: String,
-    key: String,
+    name: Quoted,
+    target: Target,
+    key: Quoted,
 ) -> anyhow::Result<()> {
     let args = json!({
         "organization_id": w.landmark(&target)?,
@@ -166,15 +159,16 @@ async fn keyed_none(w: &mut ConformanceWorld, tool: String) -> anyhow::Result<()
 
 /// IDEM-4: `n` identical calls at once, each through its own session of the same persona.
 #[when(
-    regex = r#"^(\d+) identical calls create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)" at once$"#
+    expr = "{count} identical calls create the instruction {quoted} in {target} with the key {quoted} at once"
 )]
 async fn identical_at_once(
     w: &mut ConformanceWorld,
-    n: usize,
-    text: String,
-    target: String,
-    key: String,
+    n: Count,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
 ) -> anyhow::Result<()> {
+    let n = n.0;
     let args = instruction_args(w, &target, &text, &key)?;
     let persona = w.persona()?.to_owned();
     w.dirty = true;
@@ -191,14 +185,14 @@ async fn identical_at_once(
 
 /// IDEM-4: the second call comes while the first one is still running.
 #[when(
-    regex = r#"^they create the instruction "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)" twice, the second call (\d+) ms after the first$"#
+    expr = "they create the instruction {quoted} in {target} with the key {quoted} twice, the second call {count} ms after the first"
 )]
 async fn twice_overlapping(
     w: &mut ConformanceWorld,
-    text: String,
-    target: String,
-    key: String,
-    after: u64,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
+    after: Count,
 ) -> anyhow::Result<()> {
     let args = instruction_args(w, &target, &text, &key)?;
     let persona = w.persona()?.to_owned();
@@ -209,7 +203,7 @@ async fn twice_overlapping(
         args: args.clone(),
         delay_ms,
     };
-    w.concurrently(vec![call(0), call(after)]).await
+    w.concurrently(vec![call(0), call(u64::try_from(after.0)?)]).await
 }
 
 #[then("every call succeeded or was told the operation is in progress")]
@@ -286,15 +280,14 @@ fn strings_of<'a>(
 }
 
 /// Count the instructions of a restaurant, or the messages of a conversation, with this text.
-#[then(
-    regex = r#"^(the [a-z][a-z -]*?[a-z]|"[^"]+") has exactly (\d+) (?:instructions?|messages?) "([^"]*)"$"#
-)]
+#[then(expr = "{target} has exactly {count} instruction(s)/message(s) {quoted}")]
 async fn count_effects(
     w: &mut ConformanceWorld,
-    target: String,
-    n: usize,
-    text: String,
+    target: Target,
+    n: Count,
+    text: Quoted,
 ) -> anyhow::Result<()> {
+    let n = n.0;
     let id = w.landmark(&target)?;
     let text = w.expand(&text);
     let (tool, mut args, key) = match id.split('_').next() {

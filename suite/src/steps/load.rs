@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 
 use crate::client::{Exchange, McpClient};
 use crate::rate_verdict::{Answer, Call, Exactness, IN_FLIGHT, Verdict, judge, keep_sending};
+use crate::steps::params::{Quoted, Snake, Target};
 use crate::world::ConformanceWorld;
 
 /// How long a burst refused too early waits before starting again: every allowed window is
@@ -226,8 +227,8 @@ fn rate_of(tool: &str) -> anyhow::Result<usize> {
     Ok(name.kind().rate_per_minute() as usize)
 }
 
-#[when(regex = r#"^they get (the [a-z][a-z -]*?[a-z]|"[^"]+") again and again, until they are refused$"#)]
-async fn get_until_refused(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+#[when(expr = "they get {target} again and again, until they are refused")]
+async fn get_until_refused(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let id = w.landmark(&target)?;
     if !id.starts_with("rst_") {
         return Err(anyhow!("only restaurants are fetched in bulk"));
@@ -245,13 +246,13 @@ async fn get_until_refused(w: &mut ConformanceWorld, target: String) -> anyhow::
 
 /// Replays of one keyed write: successful calls that change nothing after the first.
 #[when(
-    regex = r#"^they send the message "([^"]*)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") with the key "([^"]*)", then again and again, until they are refused$"#
+    expr = "they send the message {quoted} in {target} with the key {quoted}, then again and again, until they are refused"
 )]
 async fn send_until_refused(
     w: &mut ConformanceWorld,
-    text: String,
-    target: String,
-    key: String,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
 ) -> anyhow::Result<()> {
     let tool = "send_message";
     let args = super::keyed::message_args(w, None, &target, &text, &key)?;
@@ -266,10 +267,8 @@ async fn send_until_refused(
 }
 
 /// Writes the persona may not make: every answer but a rate limit counts as served.
-#[when(
-    regex = r#"^they ask to set (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)" again and again, until they are refused$"#
-)]
-async fn set_until_refused(w: &mut ConformanceWorld, target: String, status: String) -> anyhow::Result<()> {
+#[when(expr = "they ask to set {target} to {snake} again and again, until they are refused")]
+async fn set_until_refused(w: &mut ConformanceWorld, target: Target, status: Snake) -> anyhow::Result<()> {
     let id = w.landmark(&target)?;
     let observed =
         w.dataset().restaurants.iter().find(|r| r.id == id).map(|r| r.status.clone()).unwrap_or_default();

@@ -15,9 +15,17 @@ mod logs;
 mod matrices;
 mod outcome;
 pub mod pages;
+mod params;
 mod protocol;
 pub mod reads;
 mod reports;
 mod session;
 mod transport;
 mod writes;
+
+/// The cells of a step's table, trimmed and lowercased, empty ones left out; `missing` is the
+/// error when the step has no table.
+fn table_words(step: &cucumber::gherkin::Step, missing: &str) -> anyhow::Result<Vec<String>> {
+    let table = step.table.as_ref().ok_or_else(|| anyhow::anyhow!("{missing}"))?;
+    Ok(table.rows.iter().flatten().map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect())
+}

@@ -305,16 +305,7 @@ async fn outputs_valid(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// in the error nor in the text summary.
 #[then("the error reveals none of these:")]
 async fn no_leak(w: &mut ConformanceWorld, step: &Step) -> anyhow::Result<()> {
-    let markers: Vec<String> = step
-        .table
-        .as_ref()
-        .ok_or_else(|| anyhow::anyhow!("this step needs a table"))?
-        .rows
-        .iter()
-        .flatten()
-        .map(|c| c.trim().to_ascii_lowercase())
-        .filter(|c| !c.is_empty())
-        .collect();
+    let markers = super::table_words(step, "this step needs a table")?;
     w.tool_error()?;
     let ex = w.last()?;
     let markers: Vec<&str> = markers.iter().map(String::as_str).collect();

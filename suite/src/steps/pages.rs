@@ -10,6 +10,7 @@ use chataigne_contract::envelope::{self, Parsed};
 use cucumber::{then, when};
 use serde_json::Value;
 
+use crate::steps::params::{Channel, Count, Target};
 use crate::steps::reads::{list_call, list_tool, with_filters};
 use crate::world::{ConformanceWorld, ListCall, Walk, WalkPage};
 
@@ -36,10 +37,9 @@ async fn holds(w: &mut ConformanceWorld, n: usize, key: String) -> anyhow::Resul
 /// PAG-6 with PAG-4's order: the pages listed so far in the scenario are the first `n` orders of
 /// the restaurant, each once, in one order (newest or oldest first; the reference's is an ext
 /// difference): a cursor continued with another limit picks up exactly where its page ended.
-#[then(
-    regex = r#"^the pages so far hold the first (\d+) orders of (the [a-z][a-z -]*?[a-z]|"[^"]+"), each once, in one order$"#
-)]
-async fn first_orders(w: &mut ConformanceWorld, n: usize, target: String) -> anyhow::Result<()> {
+#[then(expr = "the pages so far hold the first {count} orders of {target}, each once, in one order")]
+async fn first_orders(w: &mut ConformanceWorld, n: Count, target: Target) -> anyhow::Result<()> {
+    let n = n.0;
     let restaurant = w.landmark(&target)?;
     let all = orders_newest_first(w, &restaurant, None);
     let stamps: HashMap<&str, &str> = all.iter().map(|(id, at)| (id.as_str(), at.as_str())).collect();
@@ -510,41 +510,35 @@ fn orders_newest_first(w: &ConformanceWorld, restaurant: &str, channel: Option<&
     orders.into_iter().map(|o| (o.id.clone(), o.created_at.clone())).collect()
 }
 
-#[then(
-    regex = r#"^the walk yields every order of (the [a-z][a-z -]*?[a-z]|"[^"]+") exactly once, in one order$"#
-)]
-async fn walk_orders(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+#[then(expr = "the walk yields every order of {target} exactly once, in one order")]
+async fn walk_orders(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let expected = orders_newest_first(w, &restaurant, None);
     compare(w, &format!("orders of {restaurant}"), &expected, Others::Refused)
 }
 
 #[then(
-    regex = r#"^every order of (the [a-z][a-z -]*?[a-z]|"[^"]+") that existed before the walk comes out of it exactly once, in one order$"#
+    expr = "every order of {target} that existed before the walk comes out of it exactly once, in one order"
 )]
-async fn walk_orders_existing(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+async fn walk_orders_existing(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let expected = orders_newest_first(w, &restaurant, None);
     compare(w, &format!("orders of {restaurant} that existed before the walk"), &expected, Others::Ignored)
 }
 
-#[then(
-    regex = r#"^the walk yields every order of (the [a-z][a-z -]*?[a-z]|"[^"]+") with channel "([a-z]+)" exactly once, in one order$"#
-)]
+#[then(expr = "the walk yields every order of {target} with channel {channel} exactly once, in one order")]
 async fn walk_orders_channel(
     w: &mut ConformanceWorld,
-    target: String,
-    channel: String,
+    target: Target,
+    channel: Channel,
 ) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let expected = orders_newest_first(w, &restaurant, Some(&channel));
     compare(w, &format!("{channel} orders of {restaurant}"), &expected, Others::Refused)
 }
 
-#[then(
-    regex = r#"^the walk yields every message of (the [a-z][a-z -]*?[a-z]|"[^"]+") exactly once, in one order$"#
-)]
-async fn walk_messages(w: &mut ConformanceWorld, target: String) -> anyhow::Result<()> {
+#[then(expr = "the walk yields every message of {target} exactly once, in one order")]
+async fn walk_messages(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let conversation = w.landmark(&target)?;
     let mut messages: Vec<_> =
         w.dataset().messages.iter().filter(|m| m.conversation_id == conversation).collect();

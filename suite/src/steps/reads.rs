@@ -6,10 +6,13 @@ use chataigne_contract::tools::METRICS;
 use cucumber::when;
 use serde_json::{Map, Value, json};
 
+use crate::steps::params::{Child, Count, Quoted, Target};
 use crate::world::{ConformanceWorld, ListCall, filters_of};
 
-// Targets in step regexes are `(the [a-z][a-z -]*?[a-z]|"[^"]+")`: a landmark phrase
-// ("the busy restaurant") or a quoted ID; `ConformanceWorld::landmark` resolves both.
+// A target is `{target}` (`params::Target`): a landmark phrase ("the busy restaurant") or a
+// quoted ID; `ConformanceWorld::landmark` resolves both. The steps with an optional tail
+// ("… with limit 5") stay regexes, which cucumber expressions cannot capture, and spell the
+// target's regex out.
 
 /// The list tool for `noun` of `id`: (tool, base arguments, data key).
 pub fn list_tool(w: &ConformanceWorld, noun: &str, id: &str) -> anyhow::Result<(String, Value, String)> {
@@ -105,14 +108,12 @@ async fn get(w: &mut ConformanceWorld, target: String, filters: String) -> anyho
 }
 
 /// A child addressed through a given restaurant: absent IDs, canaries, another tenant's child.
-#[when(
-    regex = r#"^they get the (order|conversation|transcript) "([^"]*)" of (the [a-z][a-z -]*?[a-z]|"[^"]+")$"#
-)]
+#[when(expr = "they get the {child} {quoted} of {target}")]
 async fn get_child(
     w: &mut ConformanceWorld,
-    kind: String,
-    child: String,
-    target: String,
+    kind: Child,
+    child: Quoted,
+    target: Target,
 ) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let child = w.expand(&child);
@@ -120,33 +121,31 @@ async fn get_child(
     w.call_tool(&format!("get_{kind}"), json!({ "restaurant_id": restaurant, field: child })).await.map(drop)
 }
 
-#[when(regex = r#"^they search the transcripts of (the [a-z][a-z -]*?[a-z]|"[^"]+") for "([^"]*)"$"#)]
-async fn search(w: &mut ConformanceWorld, target: String, query: String) -> anyhow::Result<()> {
+#[when(expr = "they search the transcripts of {target} for {quoted}")]
+async fn search(w: &mut ConformanceWorld, target: Target, query: Quoted) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let query = w.expand(&query);
     let args = json!({ "restaurant_id": restaurant, "query": query });
     list_call(w, "search_transcripts", args, "transcripts").await
 }
 
-#[when(
-    regex = r#"^they search the transcripts of (the [a-z][a-z -]*?[a-z]|"[^"]+") for a canary of (\d+) characters$"#
-)]
-async fn search_canary(w: &mut ConformanceWorld, target: String, len: usize) -> anyhow::Result<()> {
+#[when(expr = "they search the transcripts of {target} for a canary of {count} characters")]
+async fn search_canary(w: &mut ConformanceWorld, target: Target, len: Count) -> anyhow::Result<()> {
+    let len = len.0;
     let restaurant = w.landmark(&target)?;
     let query: String = w.canary.chars().cycle().take(len).collect();
     w.call_tool("search_transcripts", json!({ "restaurant_id": restaurant, "query": query })).await.map(drop)
 }
 
-#[when(
-    regex = r#"^they ask the analytics of (the [a-z][a-z -]*?[a-z]|"[^"]+") for (\d+) metrics? from "([^"]*)" to "([^"]*)"$"#
-)]
+#[when(expr = "they ask the analytics of {target} for {count} metric(s) from {quoted} to {quoted}")]
 async fn analytics_n(
     w: &mut ConformanceWorld,
-    target: String,
-    n: usize,
-    from: String,
-    to: String,
+    target: Target,
+    n: Count,
+    from: Quoted,
+    to: Quoted,
 ) -> anyhow::Result<()> {
+    let n = n.0;
     if n > METRICS.len() {
         return Err(anyhow!("the contract has only {} metrics", METRICS.len()));
     }
@@ -154,15 +153,13 @@ async fn analytics_n(
     analytics(w, &target, json!(metrics), &from, &to).await
 }
 
-#[when(
-    regex = r#"^they ask the analytics of (the [a-z][a-z -]*?[a-z]|"[^"]+") for the metrics "([^"]*)" from "([^"]*)" to "([^"]*)"$"#
-)]
+#[when(expr = "they ask the analytics of {target} for the metrics {quoted} from {quoted} to {quoted}")]
 async fn analytics_named(
     w: &mut ConformanceWorld,
-    target: String,
-    metrics: String,
-    from: String,
-    to: String,
+    target: Target,
+    metrics: Quoted,
+    from: Quoted,
+    to: Quoted,
 ) -> anyhow::Result<()> {
     let metrics: Vec<&str> = metrics.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
     analytics(w, &target, json!(metrics), &from, &to).await
@@ -234,8 +231,8 @@ async fn every_read(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 
 /// A child (order, conversation, transcript) asked of a restaurant it may not belong to:
 /// "they ask the busy restaurant for the foreign order".
-#[when(regex = r#"^they ask (the [a-z][a-z -]*?[a-z]|"[^"]+") for (the [a-z][a-z -]*?[a-z]|"[^"]+")$"#)]
-async fn get_through(w: &mut ConformanceWorld, target: String, child: String) -> anyhow::Result<()> {
+#[when(expr = "they ask {target} for {target}")]
+async fn get_through(w: &mut ConformanceWorld, target: Target, child: Target) -> anyhow::Result<()> {
     let child = w.landmark(&child)?;
     let restaurant = w.landmark(&target)?;
     let (tool, field) = match child.split('_').next() {

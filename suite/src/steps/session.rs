@@ -4,6 +4,7 @@
 use anyhow::{Context, anyhow};
 use cucumber::{given, when};
 
+use crate::steps::params::{Change, Name, Target};
 use crate::world::ConformanceWorld;
 
 #[given(expr = "the persona {string}")]
@@ -19,12 +20,12 @@ async fn fresh_state(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[when(regex = r#"^the membership of "([^"]+)" in (the [a-z][a-z -]*?[a-z]|"[^"]+") is (revoked|restored)$"#)]
+#[when(expr = "the membership of {name} in {target} is {change}")]
 async fn membership(
     w: &mut ConformanceWorld,
-    persona: String,
-    organization: String,
-    change: String,
+    persona: Name,
+    organization: Target,
+    change: Change,
 ) -> anyhow::Result<()> {
     let org = w.landmark(&organization)?;
     let user = w

@@ -9,6 +9,7 @@ use chataigne_contract::ErrorCode;
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
+use crate::steps::params::{Snake, Target};
 use crate::world::{Concurrent, ConformanceWorld};
 
 /// An order of `restaurant` currently in `status` on the server that no other scenario of the run
@@ -69,30 +70,21 @@ async fn update(
     w.call_tool("update_order_status", args).await.map(drop)
 }
 
-#[when(
-    regex = r#"^they ask to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") from "([a-z_]+)" to "([a-z_]+)"$"#
-)]
-async fn move_order(
-    w: &mut ConformanceWorld,
-    target: String,
-    from: String,
-    to: String,
-) -> anyhow::Result<()> {
+#[when(expr = "they ask to move an order of {target} from {snake} to {snake}")]
+async fn move_order(w: &mut ConformanceWorld, target: Target, from: Snake, to: Snake) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let order = order_in_status(w, &restaurant, &from).await?;
     update(w, &restaurant, &order, &to, Some(&from)).await
 }
 
 /// AUTH-5 on a write: an order of one restaurant moved through another.
-#[when(
-    regex = r#"^they ask (the [a-z][a-z -]*?[a-z]|"[^"]+") to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") from "([a-z_]+)" to "([a-z_]+)"$"#
-)]
+#[when(expr = "they ask {target} to move an order of {target} from {snake} to {snake}")]
 async fn move_through(
     w: &mut ConformanceWorld,
-    through: String,
-    target: String,
-    from: String,
-    to: String,
+    through: Target,
+    target: Target,
+    from: Snake,
+    to: Snake,
 ) -> anyhow::Result<()> {
     let owner = w.landmark(&target)?;
     let order = order_in_status(w, &owner, &from).await?;
@@ -102,14 +94,14 @@ async fn move_through(
 
 /// PRE-2: the caller's view is stale.
 #[when(
-    regex = r#"^they ask to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") in status "([a-z_]+)" to "([a-z_]+)", saying they saw it "([a-z_]+)"$"#
+    expr = "they ask to move an order of {target} in status {snake} to {snake}, saying they saw it {snake}"
 )]
 async fn move_stale(
     w: &mut ConformanceWorld,
-    target: String,
-    status: String,
-    to: String,
-    saw: String,
+    target: Target,
+    status: Snake,
+    to: Snake,
+    saw: Snake,
 ) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let order = order_in_status(w, &restaurant, &status).await?;
@@ -117,15 +109,8 @@ async fn move_stale(
 }
 
 /// PRE-1: no `expected_status` at all.
-#[when(
-    regex = r#"^they ask to move an order of (the [a-z][a-z -]*?[a-z]|"[^"]+") from "([a-z_]+)" to "([a-z_]+)" without saying what they saw$"#
-)]
-async fn move_blind(
-    w: &mut ConformanceWorld,
-    target: String,
-    from: String,
-    to: String,
-) -> anyhow::Result<()> {
+#[when(expr = "they ask to move an order of {target} from {snake} to {snake} without saying what they saw")]
+async fn move_blind(w: &mut ConformanceWorld, target: Target, from: Snake, to: Snake) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let order = order_in_status(w, &restaurant, &from).await?;
     update(w, &restaurant, &order, &to, None).await
@@ -149,33 +134,25 @@ async fn set_status(w: &mut ConformanceWorld, target: &str, status: &str, blind:
 }
 
 /// `set_restaurant_status` with the status the dataset gives as the observed one.
-#[when(regex = r#"^they ask to set (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)"$"#)]
-async fn set_restaurant(w: &mut ConformanceWorld, target: String, status: String) -> anyhow::Result<()> {
+#[when(expr = "they ask to set {target} to {snake}")]
+async fn set_restaurant(w: &mut ConformanceWorld, target: Target, status: Snake) -> anyhow::Result<()> {
     set_status(w, &target, &status, false).await
 }
 
-#[when(
-    regex = r#"^they ask to set (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)" without saying what they saw$"#
-)]
-async fn set_restaurant_blind(
-    w: &mut ConformanceWorld,
-    target: String,
-    status: String,
-) -> anyhow::Result<()> {
+#[when(expr = "they ask to set {target} to {snake} without saying what they saw")]
+async fn set_restaurant_blind(w: &mut ConformanceWorld, target: Target, status: Snake) -> anyhow::Result<()> {
     set_status(w, &target, &status, true).await
 }
 
 /// PRE-4: two personas move the same order from the same observed state at the same time.
-#[when(
-    regex = r#"^"([a-z_]+)" and "([a-z_]+)" both move the same "([a-z_]+)" order of (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)" at once$"#
-)]
+#[when(expr = "{snake} and {snake} both move the same {snake} order of {target} to {snake} at once")]
 async fn race(
     w: &mut ConformanceWorld,
-    a: String,
-    b: String,
-    from: String,
-    target: String,
-    to: String,
+    a: Snake,
+    b: Snake,
+    from: Snake,
+    target: Target,
+    to: Snake,
 ) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     let order = order_in_status(w, &restaurant, &from).await?;
@@ -185,7 +162,7 @@ async fn race(
     let calls = [a, b]
         .into_iter()
         .map(|persona| Concurrent {
-            persona,
+            persona: persona.into(),
             tool: "update_order_status".to_owned(),
             args: args.clone(),
             delay_ms: 0,
@@ -273,14 +250,12 @@ async fn order_is(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()
 }
 
 /// PRE-2 for restaurants: the caller's view of the status is given.
-#[when(
-    regex = r#"^they ask to set (the [a-z][a-z -]*?[a-z]|"[^"]+") to "([a-z_]+)", saying they saw it "([a-z_]+)"$"#
-)]
+#[when(expr = "they ask to set {target} to {snake}, saying they saw it {snake}")]
 async fn set_restaurant_seen(
     w: &mut ConformanceWorld,
-    target: String,
-    status: String,
-    saw: String,
+    target: Target,
+    status: Snake,
+    saw: Snake,
 ) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
     w.dirty = true;

@@ -140,3 +140,63 @@ fn every_clause_of_the_bounds_matrix_has_its_scenario() {
     let scenarios: BTreeSet<&str> = scenarios.iter().map(String::as_str).collect();
     assert_eq!(scenarios, derived, "clauses with a bounds scenario vs clauses the matrix derives");
 }
+
+/// Every step of every feature (backgrounds included, outlines with each row of their examples)
+/// matches exactly one step definition: none undefined, none ambiguous. A run reports both too,
+/// but only for the scenarios it reaches; this reads them all without a server.
+#[test]
+fn every_step_matches_exactly_one_definition() {
+    use chataigne_conformance::world::ConformanceWorld;
+    use cucumber::World as _;
+
+    let steps = ConformanceWorld::collection();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for path in feature_files(&features_dir()).unwrap() {
+        let feature = gherkin::Feature::parse_path(&path, GherkinEnv::default()).unwrap();
+        let backgrounds =
+            feature.background.iter().chain(feature.rules.iter().filter_map(|r| r.background.as_ref()));
+        let mut all: Vec<gherkin::Step> = backgrounds.flat_map(|b| b.steps.iter().cloned()).collect();
+        let scenarios = feature.scenarios.iter().chain(feature.rules.iter().flat_map(|r| &r.scenarios));
+        for sc in scenarios {
+            // An outline's steps once per row of its examples, placeholders filled in.
+            let rows: Vec<Vec<(String, String)>> = sc
+                .examples
+                .iter()
+                .filter_map(|e| e.table.as_ref())
+                .flat_map(|t| {
+                    let header = &t.rows[0];
+                    t.rows[1..].iter().map(move |row| {
+                        header.iter().zip(row).map(|(h, v)| (format!("<{h}>"), v.clone())).collect()
+                    })
+                })
+                .collect();
+            for row in if rows.is_empty() { vec![Vec::new()] } else { rows } {
+                for step in &sc.steps {
+                    let mut step = step.clone();
+                    for (placeholder, value) in &row {
+                        step.value = step.value.replace(placeholder, value);
+                    }
+                    all.push(step);
+                }
+            }
+        }
+        for step in all {
+            checked += 1;
+            match steps.find(&step) {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    problems.push(format!("{}: undefined: {} {}", path.display(), step.keyword, step.value))
+                }
+                Err(e) => problems.push(format!(
+                    "{}: ambiguous: {} {}: {e}",
+                    path.display(),
+                    step.keyword,
+                    step.value
+                )),
+            }
+        }
+    }
+    assert!(checked > 500, "only {checked} steps read");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
