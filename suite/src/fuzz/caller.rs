@@ -102,7 +102,8 @@ impl<'a> Caller<'a> {
                 self.runtime.block_on(client.call_tool(tool, args.clone()))
             };
             if self.trace {
-                eprintln!("{tool} {args} -> {}", ex.summary());
+                let who = if persona == self.persona { String::new() } else { format!(" as {persona}") };
+                eprintln!("{tool} {args}{who} -> {}", ex.summary());
             }
             let Some(wait) = rate_limited(&ex) else { return Some(ex) };
             if attempt == RATE_RETRIES {

@@ -86,8 +86,8 @@ pub fn run(
         Replay::Cursor(case) => {
             sequences::cursor(&engine, 1, rng, Some(case));
         }
-        Replay::Idempotency { tool, case } => {
-            sequences::idempotency(&engine, 1, rng, Some((tool, case)));
+        Replay::Idempotency { tool, case, persona } => {
+            sequences::idempotency(&engine, 1, rng, Some((tool, case, persona)));
         }
         Replay::Precondition(case) => {
             sequences::precondition(&engine, 1, rng, Some(case));

@@ -148,24 +148,9 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
     if lists.is_empty() {
         return false;
     }
-    // Who may walk each list: the owner, then every persona whose row of the access tables
-    // allows it (the same walk under every persona; shrinking goes to the owner).
-    let walkers: Vec<Vec<String>> = lists
-        .iter()
-        .map(|(tool, args)| {
-            let mut personas = vec![engine.caller.persona.clone()];
-            for row in engine.access.iter().filter(|r| {
-                r.group == super::access::Group::Allowed
-                    && r.tool == *tool
-                    && r.arguments.get("restaurant_id") == args.get("restaurant_id")
-            }) {
-                if !personas.contains(&row.persona) {
-                    personas.push(row.persona.clone());
-                }
-            }
-            personas
-        })
-        .collect();
+    // Who may walk each list (the same walk under every persona; shrinking goes to the owner).
+    let walkers: Vec<Vec<String>> =
+        lists.iter().map(|(tool, args)| allowed_personas(engine, tool, args.get("restaurant_id"))).collect();
     let owner = engine.caller.persona.clone();
     // Pages of 4 to 20 items, so a list of over 20 has several; shrinking goes to 20, fewer
     // pages to walk again.
@@ -327,8 +312,30 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
     })
 }
 
+/// Who may call `tool` on `restaurant`: the fuzzer's persona first, then every persona whose row
+/// of the access tables allows it (`matrices::access_rows`), so a sequence runs under every
+/// persona and shrinks towards the first.
+pub(super) fn allowed_personas(engine: &Engine<'_>, tool: &str, restaurant: Option<&Value>) -> Vec<String> {
+    let mut personas = vec![engine.caller.persona.clone()];
+    for row in engine.access.iter().filter(|r| {
+        r.group == super::access::Group::Allowed
+            && r.tool == tool
+            && r.arguments.get("restaurant_id") == restaurant
+    }) {
+        if !personas.contains(&row.persona) {
+            personas.push(row.persona.clone());
+        }
+    }
+    personas
+}
+
 /// IDEM-2 and IDEM-3: a keyed write, the same call again, then the key with other arguments.
-pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<(String, Case)>) -> bool {
+pub fn idempotency(
+    engine: &Engine<'_>,
+    cases: u32,
+    rng: TestRng,
+    fixed: Option<(String, Case, Option<String>)>,
+) -> bool {
     // The organization first: any user may create one, so the first call succeeds.
     let order = ["create_organization", "create_instruction", "send_message", "create_restaurant"];
     let mut keyed: Vec<&super::schema::Tool> =
@@ -351,12 +358,43 @@ pub fn idempotency(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<
             )
         })
         .collect();
-    let strategy = Union::new_weighted(arms).boxed();
+    // The writer: the owner or any persona the tables let make that write there (the same
+    // sequence under every persona; shrinking goes to the owner).
+    // Keyed by tool and the restaurant's JSON text (a `Value` is not `Ord`). Only in the fuzzer's
+    // own restaurants: its oracles judge access from its persona's side (a tenant foreign to it
+    // may be another persona's own), and writes without a restaurant stay its persona's.
+    let mut writers: std::collections::BTreeMap<(String, String), Vec<String>> = Default::default();
+    let own =
+        |restaurant: &Value| restaurant.as_str().is_some_and(|r| !engine.resolver.pools.foreign.contains(r));
+    for t in &keyed {
+        for row in engine.access.iter().filter(|r| r.tool == t.name) {
+            let Some(restaurant) = row.arguments.get("restaurant_id").filter(|r| own(r)) else { continue };
+            let restaurant = Some(restaurant);
+            writers
+                .entry((t.name.clone(), restaurant.map(Value::to_string).unwrap_or_default()))
+                .or_insert_with(|| allowed_personas(engine, &t.name, restaurant));
+        }
+    }
+    let owner = engine.caller.persona.clone();
+    let strategy = (Union::new_weighted(arms), Pick::any())
+        .prop_map(move |((tool, case), who)| {
+            let key =
+                (tool.clone(), case.args.get("restaurant_id").map(Value::to_string).unwrap_or_default());
+            let persona = writers.get(&key).map(|p| p[who.index(p.len())].clone()).filter(|p| *p != owner);
+            (tool, case, persona)
+        })
+        .boxed();
     let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
-    let replay =
-        |(tool, case): &(String, Case)| Replay::Idempotency { tool: tool.clone(), case: case.clone() };
-    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|(tool, case)| {
-        let mut trail = Trail::new(engine);
+    let replay = |(tool, case, persona): &(String, Case, Option<String>)| Replay::Idempotency {
+        tool: tool.clone(),
+        case: case.clone(),
+        persona: persona.clone(),
+    };
+    engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|(tool, case, persona)| {
+        let mut trail = match persona {
+            Some(persona) => Trail::as_persona(engine, persona),
+            None => Trail::new(engine),
+        };
         let args = &case.args;
         let Some(first) = trail.call(tool, args) else { return Vec::new() };
         if let Some(faults) = trail.checked(tool, args, &first) {
@@ -416,6 +454,10 @@ pub struct PreCase {
     wrong: Pick,
     terminal: Pick,
     target: Pick,
+    /// Who moves the order, among those the tables allow (0: the fuzzer's persona). Transcripts
+    /// written before it have none.
+    #[serde(default)]
+    who: Pick,
 }
 
 /// ABS-2, PRE-3, PRE-2: an order cancelled or rejected is refused (ABS-2); an order in a final
@@ -432,15 +474,17 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
         return false;
     }
     let terminal = engine.resolver.pools.terminal.clone();
-    let strategy = (Pick::any(), Pick::any(), Pick::any(), Pick::any())
-        .prop_map(|(order, wrong, terminal, target)| PreCase { order, wrong, terminal, target })
+    let strategy = (Pick::any(), Pick::any(), Pick::any(), Pick::any(), Pick::any())
+        .prop_map(|(order, wrong, terminal, target, who)| PreCase { order, wrong, terminal, target, who })
         .boxed();
     let strategy = fixed.map_or(strategy, |case| Just(case).boxed());
     let replay = |case: &PreCase| Replay::Precondition(case.clone());
     let lifecycle = chataigne_contract::tools::ORDER_LIFECYCLE;
     engine.run_property(strategy, cases, SHRINK_ITERS, rng, &replay, &|case| {
-        let mut trail = Trail::new(engine);
         let (restaurant, order) = &orders[case.order.index(orders.len())];
+        // The same moves under every persona the tables let move the order.
+        let movers = allowed_personas(engine, "update_order_status", Some(&json!(restaurant)));
+        let mut trail = Trail::as_persona(engine, &movers[case.who.index(movers.len())]);
         let read = json!({ "restaurant_id": restaurant, "order_id": order });
         let Some(before) = trail.call("get_order", &read) else { return Vec::new() };
         if let Some(faults) = trail.checked("get_order", &read, &before) {

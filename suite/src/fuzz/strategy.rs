@@ -34,7 +34,7 @@ pub struct Case {
 
 /// A choice among `len` things, as proptest's `Index` (shrinking towards the first), but
 /// written in a transcript so a replay makes the same choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Pick(pub u64);
 
 impl Pick {

@@ -31,6 +31,9 @@ pub enum Replay {
     Idempotency {
         tool: String,
         case: Case,
+        /// Who writes; none: the fuzzer's persona (and transcripts written before it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        persona: Option<String>,
     },
     Precondition(PreCase),
     Access(AccessCase),
@@ -568,6 +571,7 @@ mod tests {
         let idem = Replay::Idempotency {
             tool: "create_organization".to_owned(),
             case: Case { args: keyed.clone(), target: None },
+            persona: None,
         };
         let next = json!({ "result": { "structuredContent": { "meta": { "next_cursor": "c1" } } } });
         let all = [
