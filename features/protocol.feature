@@ -104,6 +104,20 @@ Feature: Transport and protocol
       | http://127.0.0.1.attacker.example  |
       | null                               |
 
+  # Past the handshake too: an Origin checked on initialize only lets a page that learned (or
+  # guessed) a session id call every tool.
+  @PROTO-5 @needs-http
+  Scenario Outline: A tool call from a foreign web origin inside an initialized session is refused: <origin>
+    Given the persona "owner"
+    When they call "list_organizations" in their session with the header "Origin" set to "<origin>"
+    Then the HTTP status is 403
+
+    Examples:
+      | origin                             |
+      | https://attacker.example           |
+      | http://localhost.attacker.example  |
+      | null                               |
+
   # A foreign Host: the MCP SDKs check it before the Origin and answer 403 or 421 (Misdirected
   # Request); any 4xx that runs nothing passes the seed level, 403 is the reference's choice.
   @PROTO-5 @needs-http

@@ -121,6 +121,14 @@ pub const CHOICES: &[(&str, &str)] = &[
         "a transition the lifecycle forbids is refused with ORDER_STATUS_PRECONDITION_FAILED (the seed also allows MCP_EXPECTED_STATE_MISMATCH or a validation refusal)",
     ),
     (
+        "distinct-filter-values",
+        "a filter value given twice in one array (status) is refused (the seed says nothing of repeats: serving it as if given once passes the seed level)",
+    ),
+    (
+        "contract-input-schemas",
+        "every bound of the contract's input schemas is enforced (the seed level holds a server to the input schema it publishes, and to the bounds the seed states)",
+    ),
+    (
         "message-limit-refused",
         "a message_limit over 100 is refused with MCP_INVALID_ARGUMENTS (the seed's \"100 messages maximum\" also reads as a clamp)",
     ),

@@ -93,6 +93,9 @@ impl Capabilities {
 pub struct Published {
     pub tools: Vec<Value>,
     pub output_validators: HashMap<String, Result<Arc<OutputValidator>, String>>,
+    /// Each tool's published inputSchema, compiled: at the seed level a server is held to the
+    /// input schema it publishes (an input bound of the contract's that it does not state is ext).
+    pub input_validators: HashMap<String, Result<Arc<Validator>, String>>,
     /// Why the list is empty, when tools/list failed at start.
     pub problem: Option<String>,
 }
@@ -150,7 +153,24 @@ impl Published {
                 Some((name, OutputValidator::new(schema).map(Arc::new)))
             })
             .collect();
-        Published { tools, output_validators, problem: None }
+        let input_validators = tools
+            .iter()
+            .filter_map(|t| {
+                let name = t.get("name")?.as_str()?.to_owned();
+                let schema = t.get("inputSchema")?;
+                Some((name, Validator::new(schema).map(Arc::new)))
+            })
+            .collect();
+        Published { tools, output_validators, input_validators, problem: None }
+    }
+
+    /// Whether the server's own published input schema of `tool` refuses `args` (`None`: it
+    /// published none, or one that does not compile).
+    pub fn refuses(&self, tool: &str, args: &Value) -> Option<bool> {
+        match self.input_validators.get(tool)? {
+            Ok(v) => Some(!v.is_valid(args)),
+            Err(_) => None,
+        }
     }
 }
 

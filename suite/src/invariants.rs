@@ -1,22 +1,26 @@
-//! Rules of the envelope checked on every exchange of every scenario, each filed under its own
-//! clause (the way output-schema violations are filed under PROTO-4): a bug shows up wherever it
-//! happens, not only in the scenario written for it, and is blamed on the clause it breaks.
+//! The bodies of the rules the judge (`crate::judge`, which lists them as data: clause, level,
+//! which exchanges each applies to) runs on every exchange of every scenario and of `fuzz`, each
+//! filed under its own clause: a bug shows up wherever it happens, not only in the scenario
+//! written for it, and is blamed on the clause it breaks.
 //!
 //! - ENV-2: every request_id is well-formed and, over HTTP, equal to the `x-request-id` header
 //!   (uniqueness across the run is checked by the runner, which sees every scenario);
 //! - ENV-3: every text summary ≤ 4 KiB and structured output ≤ 128 KiB;
-//! - ENV-4: an error's two request_ids match;
-//! - ENV-4: an error carries code, category, retryable, message and request_id;
+//! - ENV-4: an error's two request_ids match; an error carries code, category, retryable,
+//!   message and request_id;
 //! - ENV-5: every category is one of the nine, every code of the table has its fixed category and
 //!   retryable flag (a code of the server's own keeps one of each across the run: the runner);
 //! - ENV-6: no error message or error summary holds a string argument the call sent, or the token.
 //!
-//! And two of the transport's, on every request the suite makes ([`check_protocol`]):
+//! And two of the transport's, on every request the suite makes:
 //! - PROTO-1: an HTTP request served with a 2xx is answered as `application/json` or
 //!   `text/event-stream` (Streamable HTTP, "Sending Messages to the Server");
 //! - PROTO-2: the answer carries the request's `id`, with its type (JSON-RPC 2.0 §5; MCP basic
 //!   protocol, "Responses"). A refusal with an HTTP error status may carry none or `null`: the
 //!   transport allows an error body "that has no id".
+//!
+//! Each rule is two functions: `applies_*` (whether the exchange carries what the rule is about:
+//! counted as evidence) and the check, which returns what was wrong.
 
 use chataigne_contract::envelope;
 use chataigne_contract::{Category, ErrorCode, MAX_STRUCTURED_BYTES, MAX_SUMMARY_BYTES};
@@ -32,157 +36,226 @@ pub struct Violation {
     pub detail: String,
 }
 
-/// The transport's rules `ex` breaks: requests the suite built itself (raw bodies are odd on
-/// purpose), over HTTP, served with a 2xx.
-pub fn check_protocol(ex: &Exchange) -> Vec<Violation> {
-    let mut out = Vec::new();
-    let (Some(id), Some(resp)) = (ex.rpc_id, ex.response()) else { return out };
-    let Some(status @ 200..=299) = resp.status else { return out };
-    if ex.method == "raw" || ex.stdio {
-        return out;
+/// What the tool-answer rules name an exchange by: the tool and its request_id.
+fn label(ex: &Exchange) -> String {
+    let tool = ex.tool.as_deref().unwrap_or(&ex.method);
+    format!("{tool} ({})", ex.request_id().unwrap_or("no request_id"))
+}
+
+/// A request the suite built itself (raw bodies are odd on purpose), over HTTP, served with a 2xx.
+pub fn applies_protocol(ex: &Exchange) -> bool {
+    let (Some(_), Some(resp)) = (ex.rpc_id, ex.response()) else { return false };
+    matches!(resp.status, Some(200..=299)) && ex.method != "raw" && !ex.stdio
+}
+
+fn is_json(ex: &Exchange) -> bool {
+    ex.response().is_some_and(|r| r.content_type.starts_with("application/json"))
+}
+
+fn is_sse(ex: &Exchange) -> bool {
+    ex.response().is_some_and(|r| r.content_type.starts_with("text/event-stream"))
+}
+
+/// PROTO-1: the answer's Content-Type.
+pub fn content_type(ex: &Exchange) -> Option<String> {
+    let resp = ex.response()?;
+    if is_json(ex) || is_sse(ex) {
+        return None;
     }
     let what = ex.tool.as_deref().unwrap_or(&ex.method);
-    let mut push = |clause: &'static str, detail: String| out.push(Violation { clause, detail });
-    let json = resp.content_type.starts_with("application/json");
-    let sse = resp.content_type.starts_with("text/event-stream");
-    if !json && !sse {
-        let ct = if resp.content_type.is_empty() { "none" } else { resp.content_type.as_str() };
-        push(
-            "PROTO-1",
-            format!(
-                "{what} answered with HTTP {status} and Content-Type {ct}: a request's answer is \
-                 application/json or text/event-stream"
-            ),
-        );
-    }
+    let ct = if resp.content_type.is_empty() { "none" } else { resp.content_type.as_str() };
+    Some(format!(
+        "{what} answered with HTTP {} and Content-Type {ct}: a request's answer is application/json \
+         or text/event-stream",
+        resp.status.unwrap_or_default()
+    ))
+}
+
+/// PROTO-2: the answer carries the request's id, with its type.
+pub fn answer_id(ex: &Exchange) -> Option<String> {
+    let id = ex.rpc_id?;
+    let resp = ex.response()?;
+    let what = ex.tool.as_deref().unwrap_or(&ex.method);
     let want = Value::from(id);
+    let wrong = |got: Option<&Value>| {
+        format!("{what} was answered with id {}; the request's id was {id}", compact_id(got))
+    };
     match ex.message() {
-        Some(m) if m.get("id") != Some(&want) => push(
-            "PROTO-2",
-            format!("{what} was answered with id {}; the request's id was {id}", compact_id(m.get("id"))),
-        ),
-        Some(_) => {}
+        Some(m) if m.get("id") != Some(&want) => Some(wrong(m.get("id"))),
+        Some(_) => None,
         None => {
             // No answer to this request was found: one to another id is a correlation fault.
-            let found = if json {
+            let found = if is_json(ex) {
                 serde_json::from_str::<Value>(&resp.body).ok().into_iter().collect()
-            } else if sse {
+            } else if is_sse(ex) {
                 crate::client::sse_messages(&resp.body)
             } else {
                 Vec::new()
             };
             let answer = |m: &&Value| m.get("result").is_some() || m.get("error").is_some();
-            if let Some(other) = found.iter().filter(answer).find(|m| m.get("id") != Some(&want)) {
-                push(
-                    "PROTO-2",
-                    format!(
-                        "{what} was answered with id {}; the request's id was {id}",
-                        compact_id(other.get("id"))
-                    ),
-                );
-            }
+            found.iter().filter(answer).find(|m| m.get("id") != Some(&want)).map(|m| wrong(m.get("id")))
         }
     }
-    out
 }
 
 fn compact_id(id: Option<&Value>) -> String {
     id.map_or_else(|| "missing".to_owned(), |v| crate::client::compact(v, 80))
 }
 
-/// The rules `ex` breaks. `token` is the bearer token the call was made with.
-pub fn check(ex: &Exchange, token: Option<&str>) -> Vec<Violation> {
-    let mut out = Vec::new();
-    let Some(tool) = ex.tool.as_deref() else { return out };
-    let Some(result) = ex.result() else { return out };
-    let rid = ex.request_id().unwrap_or("no request_id");
-    let mut push = |clause: &'static str, what: String| {
-        out.push(Violation { clause, detail: format!("{tool} ({rid}): {what}") })
-    };
+/// A tool call that brought a result.
+pub fn applies_tool_result(ex: &Exchange) -> bool {
+    ex.tool.is_some() && ex.result().is_some()
+}
 
-    let text_bytes = ex.text_bytes();
-    let structured = result.get("structuredContent");
-    let structured_bytes = ex.structured_bytes();
-    if text_bytes > MAX_SUMMARY_BYTES {
-        push("ENV-3", format!("text summary of {text_bytes} bytes (at most {MAX_SUMMARY_BYTES})"));
-    }
-    if structured_bytes > MAX_STRUCTURED_BYTES {
-        push(
-            "ENV-3",
-            format!("structured output of {structured_bytes} bytes (at most {MAX_STRUCTURED_BYTES})"),
-        );
-    }
-    let Some(structured) = structured else { return out };
+/// ENV-3: the text summary's size.
+pub fn summary_size(ex: &Exchange) -> Option<String> {
+    let n = ex.text_bytes();
+    (n > MAX_SUMMARY_BYTES)
+        .then(|| format!("{}: text summary of {n} bytes (at most {MAX_SUMMARY_BYTES})", label(ex)))
+}
 
-    let meta_id = structured.pointer("/meta/request_id").and_then(Value::as_str);
-    if let Some(id) = meta_id {
-        if !envelope::is_request_id(id) {
-            push("ENV-2", "meta.request_id does not match ^req_[0-9A-Za-z]{16,}$".to_owned());
-        }
-        if let Some(header) = ex.response().and_then(|r| r.header("x-request-id"))
-            && !ex.stdio
-            && header != id
-        {
-            push("ENV-2", "the x-request-id header differs from meta.request_id".to_owned());
-        }
-    }
+/// ENV-3: the structured output's size.
+pub fn structured_size(ex: &Exchange) -> Option<String> {
+    let n = ex.structured_bytes();
+    (n > MAX_STRUCTURED_BYTES)
+        .then(|| format!("{}: structured output of {n} bytes (at most {MAX_STRUCTURED_BYTES})", label(ex)))
+}
 
+fn meta_id(ex: &Exchange) -> Option<&str> {
+    ex.structured()?.pointer("/meta/request_id").and_then(Value::as_str)
+}
+
+/// A tool result whose envelope names a request_id.
+pub fn applies_meta_id(ex: &Exchange) -> bool {
+    applies_tool_result(ex) && meta_id(ex).is_some()
+}
+
+/// ENV-2: the request_id's format.
+pub fn request_id_format(ex: &Exchange) -> Option<String> {
+    let id = meta_id(ex)?;
+    (!envelope::is_request_id(id))
+        .then(|| format!("{}: meta.request_id does not match ^req_[0-9A-Za-z]{{16,}}$", label(ex)))
+}
+
+/// Over HTTP, a tool result with a request_id and an `x-request-id` header.
+pub fn applies_id_header(ex: &Exchange) -> bool {
+    applies_meta_id(ex) && !ex.stdio && ex.response().and_then(|r| r.header("x-request-id")).is_some()
+}
+
+/// ENV-2: the header equals the envelope's request_id.
+pub fn request_id_header(ex: &Exchange) -> Option<String> {
+    let header = ex.response()?.header("x-request-id")?;
+    (Some(header) != meta_id(ex))
+        .then(|| format!("{}: the x-request-id header differs from meta.request_id", label(ex)))
+}
+
+fn error_of(ex: &Exchange) -> Option<&Value> {
     if !ex.is_error() {
-        return out;
+        return None;
     }
-    let error = structured.pointer("/data/error");
-    let inner_id = error.and_then(|e| e.get("request_id")).and_then(Value::as_str);
-    if inner_id.is_some() && inner_id != meta_id {
-        push("ENV-4", "data.error.request_id differs from meta.request_id".to_owned());
+    ex.structured()?.pointer("/data/error")
+}
+
+/// A tool error with its `data.error`.
+pub fn applies_error(ex: &Exchange) -> bool {
+    ex.tool.is_some() && error_of(ex).is_some()
+}
+
+/// A tool error whose `data.error` names a request_id.
+pub fn applies_error_id(ex: &Exchange) -> bool {
+    error_of(ex).and_then(|e| e.get("request_id")).and_then(Value::as_str).is_some() && ex.tool.is_some()
+}
+
+/// ENV-4: the error's two request_ids match.
+pub fn error_ids_match(ex: &Exchange) -> Option<String> {
+    let inner = error_of(ex)?.get("request_id").and_then(Value::as_str);
+    (inner != meta_id(ex))
+        .then(|| format!("{}: data.error.request_id differs from meta.request_id", label(ex)))
+}
+
+/// ENV-4: an error carries code, category and retryable (and says which of the five members are
+/// missing when one of those is).
+pub fn error_members(ex: &Exchange) -> Option<String> {
+    let error = error_of(ex)?;
+    let whole = error.get("code").and_then(Value::as_str).is_some()
+        && error.get("category").and_then(Value::as_str).is_some()
+        && error.get("retryable").and_then(Value::as_bool).is_some();
+    if whole {
+        return None;
     }
-    if let Some(error) = error {
-        let code = error.get("code").and_then(Value::as_str);
-        let category = error.get("category").and_then(Value::as_str);
-        let retryable = error.get("retryable").and_then(Value::as_bool);
-        match (code, category.map(category_named), retryable) {
-            (Some(code), Some(Some(category)), Some(retryable)) => match ErrorCode::parse(code) {
-                Some(known) if category != known.category() || retryable != known.retryable() => push(
-                    "ENV-5",
-                    format!(
-                        "{code} with category {}, retryable {retryable} (the table: {}, {})",
-                        category.as_str(),
-                        known.category().as_str(),
-                        known.retryable()
-                    ),
-                ),
-                Some(_) => {}
-                // A code of the server's own (the seed leaves some open): its category and flag
-                // must be the same wherever it appears, which the runner checks across the run.
-                None => {}
-            },
-            (_, Some(None), _) => {
-                push("ENV-5", format!("category {:?} is not one of the nine", category.unwrap_or_default()))
-            }
-            _ => {
-                let missing: Vec<&str> = ["code", "category", "retryable", "message", "request_id"]
-                    .into_iter()
-                    .filter(|k| error.get(k).is_none())
-                    .collect();
-                push("ENV-4", format!("data.error without {}", missing.join(", ")));
-            }
-        }
-    }
-    let message = error.and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or_default();
+    let missing: Vec<&str> = ["code", "category", "retryable", "message", "request_id"]
+        .into_iter()
+        .filter(|k| error.get(k).is_none())
+        .collect();
+    Some(format!("{}: data.error without {}", label(ex), missing.join(", ")))
+}
+
+/// A tool error naming a category.
+pub fn applies_category(ex: &Exchange) -> bool {
+    ex.tool.is_some() && error_of(ex).and_then(|e| e.get("category")).and_then(Value::as_str).is_some()
+}
+
+/// ENV-5: the category is one of the nine.
+pub fn category_known(ex: &Exchange) -> Option<String> {
+    let category = error_of(ex)?.get("category").and_then(Value::as_str)?;
+    category_named(category)
+        .is_none()
+        .then(|| format!("{}: category {category:?} is not one of the nine", label(ex)))
+}
+
+/// A table code, its category one of the nine and its flag a boolean.
+fn table_row(ex: &Exchange) -> Option<(ErrorCode, Category, bool)> {
+    ex.tool.as_ref()?;
+    let error = error_of(ex)?;
+    let code = ErrorCode::parse(error.get("code").and_then(Value::as_str)?)?;
+    let category = category_named(error.get("category").and_then(Value::as_str)?)?;
+    Some((code, category, error.get("retryable").and_then(Value::as_bool)?))
+}
+
+/// A tool error with a code of the seed's table.
+pub fn applies_seed_code(ex: &Exchange) -> bool {
+    table_row(ex).is_some_and(|(code, _, _)| !code.is_ext())
+}
+
+/// A tool error with a code this project added to the table (§9 **ext**).
+pub fn applies_ext_code(ex: &Exchange) -> bool {
+    table_row(ex).is_some_and(|(code, _, _)| code.is_ext())
+}
+
+/// ENV-5: a table code with its fixed category and retryable flag.
+pub fn code_on_its_row(ex: &Exchange) -> Option<String> {
+    let (code, category, retryable) = table_row(ex)?;
+    (category != code.category() || retryable != code.retryable()).then(|| {
+        format!(
+            "{}: {} with category {}, retryable {retryable} (the table: {}, {})",
+            label(ex),
+            code.as_str(),
+            category.as_str(),
+            code.category().as_str(),
+            code.retryable()
+        )
+    })
+}
+
+/// ENV-6: no error message or error summary holds a string argument the call sent, or the token.
+pub fn no_echo(ex: &Exchange, token: Option<&str>) -> Option<String> {
+    let message = error_of(ex).and_then(|e| e.get("message")).and_then(Value::as_str).unwrap_or_default();
     let texts = ex.texts();
     let places: Vec<(&str, &str)> = std::iter::once(("the error message", message))
         .chain(texts.iter().map(|t| ("the text summary", *t)))
         .collect();
+    let mut found = Vec::new();
     for (i, sent) in ex.sent_strings.iter().enumerate() {
         if let Some((place, _)) = places.iter().find(|(_, text)| text.contains(sent.as_str())) {
-            push("ENV-6", format!("{place} echoes string argument #{} the call sent", i + 1));
+            found.push(format!("{place} echoes string argument #{} the call sent", i + 1));
         }
     }
     if let Some(token) = token.filter(|t| !t.is_empty())
         && let Some((place, _)) = places.iter().find(|(_, text)| text.contains(token))
     {
-        push("ENV-6", format!("{place} echoes the bearer token"));
+        found.push(format!("{place} echoes the bearer token"));
     }
-    out
+    (!found.is_empty()).then(|| format!("{}: {}", label(ex), found.join("; ")))
 }
 
 fn category_named(name: &str) -> Option<Category> {
@@ -200,111 +273,4 @@ pub fn code_of_its_own(ex: &Exchange) -> Option<(String, Category, bool)> {
     let category = category_named(error.get("category").and_then(Value::as_str)?)?;
     let retryable = error.get("retryable").and_then(Value::as_bool)?;
     ErrorCode::parse(code).is_none().then(|| (code.to_owned(), category, retryable))
-}
-
-#[cfg(test)]
-mod tests {
-
-    use serde_json::json;
-
-    use super::*;
-
-    fn answered(error: Value, arguments: Value) -> Exchange {
-        let rid = "req_0123456789abcdefAB";
-        let mut error = error;
-        error["request_id"] = json!(rid);
-        let message = json!({ "jsonrpc": "2.0", "id": 1, "result": {
-            "isError": true,
-            "content": [{ "type": "text", "text": "refused" }],
-            "structuredContent": { "data": { "error": error }, "meta": { "request_id": rid } },
-        }});
-        let mut ex = Exchange::answered_for_test(Some(message));
-        ex.response_mut_for_test().headers = vec![("x-request-id".into(), rid.into())];
-        ex.sent_strings = crate::client::sent_strings(&arguments);
-        ex
-    }
-
-    fn clauses(ex: &Exchange) -> Vec<&'static str> {
-        check(ex, Some("secret-token-123")).into_iter().map(|v| v.clause).collect()
-    }
-
-    fn protocol_clauses(ex: &Exchange) -> Vec<&'static str> {
-        check_protocol(ex).into_iter().map(|v| v.clause).collect()
-    }
-
-    #[test]
-    fn an_answer_is_json_or_an_event_stream_with_the_requests_id() {
-        let ok = answered(json!({}), json!({}));
-        assert_eq!(protocol_clauses(&ok), Vec::<&str>::new());
-        let mut as_text = ok.clone();
-        if let Ok(r) = &mut as_text.outcome {
-            r.content_type = "text/plain".into();
-        }
-        assert_eq!(protocol_clauses(&as_text), ["PROTO-1"]);
-        // Ids of another request, of another type, or null on a served request.
-        for id in [json!(2), json!("1"), Value::Null] {
-            let mut other = ok.clone();
-            if let Ok(r) = &mut other.outcome {
-                r.message.as_mut().unwrap()["id"] = id.clone();
-            }
-            assert_eq!(protocol_clauses(&other), ["PROTO-2"], "id {id}");
-        }
-        // An answer the reader set aside as another request's is still a correlation fault.
-        let mut unmatched = ok.clone();
-        if let Ok(r) = &mut unmatched.outcome {
-            let mut m = r.message.take().unwrap();
-            m["id"] = json!(7);
-            r.body = format!("event: message\ndata: {m}\n\n");
-            r.content_type = "text/event-stream".into();
-        }
-        assert_eq!(protocol_clauses(&unmatched), ["PROTO-2"]);
-        // A refusal with an HTTP error status may carry a null id (the transport allows it);
-        // a raw body the suite made odd on purpose is not judged here.
-        let mut refused = ok.clone();
-        if let Ok(r) = &mut refused.outcome {
-            r.status = Some(400);
-            r.message.as_mut().unwrap()["id"] = Value::Null;
-        }
-        assert_eq!(protocol_clauses(&refused), Vec::<&str>::new());
-        let mut raw = as_text;
-        raw.method = "raw".into();
-        assert_eq!(protocol_clauses(&raw), Vec::<&str>::new());
-    }
-
-    #[test]
-    fn a_code_of_the_servers_own_is_data_not_a_failure() {
-        let error = json!({ "code": "INVALID_ARGUMENT", "category": "validation", "retryable": false,
-            "message": "The arguments were rejected by the input schema" });
-        let ex = answered(error, json!({ "restaurant_id": "rst_central", "status": "rejected", "limit": 0 }));
-        assert_eq!(clauses(&ex), Vec::<&str>::new());
-        assert_eq!(code_of_its_own(&ex), Some(("INVALID_ARGUMENT".into(), Category::Validation, false)));
-    }
-
-    #[test]
-    fn a_table_code_off_its_row_or_an_unknown_category_is_env_5() {
-        let error = json!({ "code": "MCP_CURSOR_INVALID", "category": "conflict", "retryable": false,
-            "message": "no" });
-        assert_eq!(clauses(&answered(error, json!({}))), ["ENV-5"]);
-        let error = json!({ "code": "INVALID_ARGUMENT", "category": "bad_input", "retryable": false,
-            "message": "no" });
-        let ex = answered(error, json!({}));
-        assert_eq!(clauses(&ex), ["ENV-5"]);
-        assert_eq!(code_of_its_own(&ex), None);
-    }
-
-    #[test]
-    fn an_error_without_its_members_is_env_4() {
-        let ex = answered(json!({ "code": "MCP_CURSOR_INVALID", "message": "no" }), json!({}));
-        assert_eq!(clauses(&ex), ["ENV-4"]);
-    }
-
-    #[test]
-    fn an_echo_is_what_the_caller_sent() {
-        let error = json!({ "code": "MCP_RESOURCE_FORBIDDEN", "category": "authorization",
-            "retryable": false, "message": "Restaurant rst_central is not yours" });
-        assert_eq!(clauses(&answered(error, json!({ "restaurant_id": "rst_central" }))), ["ENV-6"]);
-        let error = json!({ "code": "MCP_RESOURCE_FORBIDDEN", "category": "authorization",
-            "retryable": false, "message": "token secret-token-123 refused" });
-        assert_eq!(clauses(&answered(error, json!({}))), ["ENV-6"]);
-    }
 }

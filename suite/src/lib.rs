@@ -19,6 +19,7 @@ pub mod error_reports;
 pub mod features;
 pub mod fuzz;
 pub mod invariants;
+pub mod judge;
 pub mod matrices;
 pub mod preflight;
 pub mod profile;

@@ -207,6 +207,9 @@ pub struct BoundRow {
     pub args: Value,
     pub expect: Expect,
     pub clause: &'static str,
+    /// The reference choice the row checks, when the seed does not require it (a repeated
+    /// item refused): a row that does not hold is an ext difference, not a failure.
+    pub choice: Option<&'static str>,
 }
 
 /// Every mutation `crate::bounds::targets` finds in every tool's input schema, applied to
@@ -233,7 +236,13 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                         None => map.remove(field),
                     };
                 }
-                rows.push(BoundRow { tool, argument: field.to_owned(), edge, args, expect, clause });
+                // The seed bounds counts, never repeats (LIM-1: "eight metrics maximum").
+                let choice = match target.mutation {
+                    Mutation::DuplicateItems if field == "metrics" => Some("analytics-distinct-metrics"),
+                    Mutation::DuplicateItems => Some("distinct-filter-values"),
+                    _ => None,
+                };
+                rows.push(BoundRow { tool, argument: field.to_owned(), edge, args, expect, clause, choice });
             };
             let read = !tool.kind().is_write();
             match target.mutation {
@@ -539,6 +548,9 @@ pub struct SizeRow {
     pub args: Value,
     pub ids: Vec<String>,
     pub key: String,
+    /// For a record: the bytes of its string values alone, which any rendering of it whole
+    /// carries (over 128 KiB, no success can hold it whole).
+    pub content_bytes: usize,
 }
 
 /// The dataset's records `tool` reads in `restaurant`, as JSON (their size is the estimate of an
@@ -562,6 +574,16 @@ fn records_of(dataset: &Dataset, tool: ToolName, restaurant: &str) -> Option<Vec
 /// A record's size as JSON.
 fn size(record: &Value) -> usize {
     record.to_string().len()
+}
+
+/// The bytes of a record's string values, whatever JSON carries them.
+fn content(record: &Value) -> usize {
+    match record {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(content).sum(),
+        Value::Object(o) => o.values().map(content).sum(),
+        _ => 0,
+    }
 }
 
 /// The array under `data` a list tool's answer holds its items in (its published data shape).
@@ -631,6 +653,7 @@ pub fn page_size_rows(dataset: &Dataset) -> Vec<SizeRow> {
                     args,
                     ids: kept.iter().filter_map(|r| r["id"].as_str().map(str::to_owned)).collect(),
                     key: key.clone(),
+                    content_bytes: 0,
                 });
             }
         }
@@ -663,6 +686,7 @@ pub fn item_size_rows(dataset: &Dataset) -> Vec<SizeRow> {
                     args: json!({ "restaurant_id": restaurant, *id_arg: id }),
                     ids: Vec::new(),
                     key: String::new(),
+                    content_bytes: content(record),
                 });
             }
         }

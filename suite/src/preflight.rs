@@ -320,7 +320,9 @@ fn classify(ex: &Exchange, endpoint: &str) -> Init {
 /// What a served `initialize` broke: the JSON-RPC correlation (PROTO-2) or the transport and
 /// lifecycle (PROTO-1), with the exchange as evidence.
 fn unreadable(ex: &Exchange, endpoint: &str, status: u16) -> ProtocolFault {
-    let violations = crate::invariants::check_protocol(ex);
+    let seen = crate::judge::Seen { ex, token: None, published: None };
+    let violations: Vec<_> =
+        crate::judge::judge(&seen).1.into_iter().filter(|b| b.clause.starts_with("PROTO-")).collect();
     let clause = violations.iter().find(|v| v.clause == "PROTO-2").map_or("PROTO-1", |v| v.clause);
     let why = match (violations.first(), ex.rpc_error(), ex.response().and_then(|r| r.problem.as_deref())) {
         (Some(v), _, _) => v.detail.clone(),

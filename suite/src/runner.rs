@@ -13,6 +13,7 @@ use futures::FutureExt as _;
 
 use crate::context::{RunContext, RunOptions};
 use crate::features::{ALLOW_SKIPPED, FeatureParser, FeatureSource};
+use crate::judge::RuleLevel;
 use crate::profile::Profile;
 use crate::report::{
     self, Collector, Finding, Report, ReportHeader, Reporter, RunLog, ScenarioExtras, scenario_key,
@@ -130,30 +131,33 @@ where
                 let key = scenario_key(feature, scenario);
                 let ext_differences =
                     world.ext_differences.iter().map(|(choice, what)| format!("{choice}: {what}")).collect();
-                log.scenarios
-                    .insert(key, ScenarioExtras { request_ids: world.request_ids(), ext_differences });
-                for (_, v) in &world.schema_violations {
-                    log.findings.push(Finding {
-                        clause: "PROTO-4".to_owned(),
-                        detail: format!("{}: {v}", scenario.name),
-                    });
-                }
-                // Envelope rules broken anywhere (suite::invariants): one finding per clause and
-                // scenario, with how often.
-                let mut by_clause: Vec<(&str, &str, usize)> = Vec::new();
-                for v in &world.invariant_violations {
-                    match by_clause.iter_mut().find(|(c, _, _)| *c == v.clause) {
-                        Some(entry) => entry.2 += 1,
-                        None => by_clause.push((v.clause, &v.detail, 1)),
+                log.scenarios.insert(
+                    key,
+                    ScenarioExtras {
+                        request_ids: world.request_ids(),
+                        ext_differences,
+                        exchanges: world.history.len() + world.library.as_ref().map_or(0, |l| l.exchanges),
+                    },
+                );
+                // What the judge found on the scenario's exchanges: one finding per clause and
+                // level, with how often; every count goes to the run's evidence.
+                for (clause, tally) in &world.tally.clauses {
+                    for level in [RuleLevel::Seed, RuleLevel::Ext] {
+                        let broken =
+                            if level == RuleLevel::Seed { tally.broken_seed } else { tally.broken_ext };
+                        let Some((_, detail, _)) = tally.kept.iter().find(|(l, _, _)| *l == level) else {
+                            continue;
+                        };
+                        let more =
+                            if broken > 1 { format!(" (and {} more)", broken - 1) } else { String::new() };
+                        log.findings.push(Finding {
+                            clause: (*clause).to_owned(),
+                            level,
+                            detail: format!("{}: {detail}{more}", scenario.name),
+                        });
                     }
                 }
-                for (clause, detail, n) in by_clause {
-                    let more = if n > 1 { format!(" (and {} more)", n - 1) } else { String::new() };
-                    log.findings.push(Finding {
-                        clause: clause.to_owned(),
-                        detail: format!("{}: {detail}{more}", scenario.name),
-                    });
-                }
+                log.evidence.merge(&world.tally);
                 // ENV-5: a code of the server's own has one category and flag in the whole run.
                 for (code, category, retryable, rid) in &world.own_codes {
                     let first = log
@@ -161,39 +165,39 @@ where
                         .entry(code.clone())
                         .or_insert_with(|| (*category, *retryable, rid.clone()))
                         .clone();
-                    if (first.0, first.1) != (*category, *retryable) {
+                    let broken = ((first.0, first.1) != (*category, *retryable)).then(|| {
+                        format!(
+                            "{}: {code} with category {}, retryable {retryable} ({rid}); earlier \
+                             category {}, retryable {} ({})",
+                            scenario.name,
+                            category.as_str(),
+                            first.0.as_str(),
+                            first.1,
+                            first.2
+                        )
+                    });
+                    log.evidence.note("ENV-5", RuleLevel::Seed, broken.clone());
+                    if let Some(detail) = broken {
                         log.findings.push(Finding {
                             clause: "ENV-5".to_owned(),
-                            detail: format!(
-                                "{}: {code} with category {}, retryable {retryable} ({rid}); earlier \
-                                 category {}, retryable {} ({})",
-                                scenario.name,
-                                category.as_str(),
-                                first.0.as_str(),
-                                first.1,
-                                first.2
-                            ),
+                            level: RuleLevel::Seed,
+                            detail,
                         });
                     }
                 }
                 // ENV-2: a request_id is unique in the whole run, not only in a scenario.
                 for id in world.request_ids() {
-                    if !log.request_ids.insert(id.clone()) {
+                    let broken = (!log.request_ids.insert(id.clone())).then(|| {
+                        format!("{}: request_id {id} was already given to another call", scenario.name)
+                    });
+                    log.evidence.note("ENV-2", RuleLevel::Ext, broken.clone());
+                    if let Some(detail) = broken {
                         log.findings.push(Finding {
                             clause: "ENV-2".to_owned(),
-                            detail: format!(
-                                "{}: request_id {id} was already given to another call",
-                                scenario.name
-                            ),
+                            level: RuleLevel::Ext,
+                            detail,
                         });
                     }
-                }
-                // One ENV-7 finding per scenario is enough to name the path.
-                if let Some(v) = world.shape_violations.first() {
-                    log.findings.push(Finding {
-                        clause: "ENV-7".to_owned(),
-                        detail: format!("{}: {v}", scenario.name),
-                    });
                 }
             }
             // A scenario that changed the whole server through the control API leaves it as it
@@ -224,6 +228,7 @@ where
     let scenarios = collector.borrow().results(&log.borrow());
     let parse_errors = collector.borrow().parse_errors.clone();
     let findings = log.borrow().findings.clone();
+    let evidence = log.borrow().evidence.clone();
     let header = ReportHeader {
         endpoint: ctx.endpoint.clone(),
         features: source.describe(),
@@ -231,7 +236,7 @@ where
         level: ctx.profile.level,
         require_all: ctx.options.require_all,
     };
-    let report = Report::build(&scenarios, &findings, header, parse_errors);
+    let report = Report::build(&scenarios, &findings, &evidence, header, parse_errors);
     writer.write(crate::report::console_matrix(&report)).await;
     report
 }

@@ -435,6 +435,7 @@ mod tests {
             ext_choices: Vec::new(),
             ext_differences: Vec::new(),
             request_ids: Vec::new(),
+            exchanges: 1,
             not_applicable: false,
             cut_short: false,
             tags: vec![clause.to_owned()],
@@ -443,7 +444,7 @@ mod tests {
 
     fn report(level: Level, scenarios: &[ScenarioResult]) -> Report {
         let header = ReportHeader { level, ..Default::default() };
-        Report::build(scenarios, &[], header, Vec::new())
+        Report::build(scenarios, &[], &Default::default(), header, Vec::new())
     }
 
     #[test]

@@ -28,14 +28,9 @@ pub struct ConformanceWorld {
     clients: HashMap<String, McpClient>,
     /// Every exchange of the scenario, in order; the last one is what `Then` steps look at.
     pub history: Vec<Exchange>,
-    /// Output-schema violations found automatically after each tools/call (PROTO-4), with the
-    /// index of their exchange in `history`.
-    pub schema_violations: Vec<(usize, String)>,
-    /// Successes whose `data` has another shape than the contract's (ENV-7).
-    pub shape_violations: Vec<String>,
-    /// Envelope rules broken by any exchange of the scenario (`invariants`), at most
-    /// [`MAX_VIOLATIONS`] kept.
-    pub invariant_violations: Vec<crate::invariants::Violation>,
+    /// What the judge (`crate::judge`) found on every exchange of the scenario, and how many
+    /// exchanges each clause's rules judged (evidence).
+    pub tally: crate::judge::Tally,
     /// Codes outside §9 the server answered with, each once per (code, category, retryable),
     /// with a request_id: the runner holds each code to one category and flag across the run.
     pub own_codes: Vec<(String, chataigne_contract::Category, bool, String)>,
@@ -128,6 +123,9 @@ pub struct LibrarySession {
     pub protocol_version: Option<String>,
     pub tools: Vec<String>,
     pub error: Option<String>,
+    /// The requests the library sent (its handshake and the pages of tools/list): the
+    /// scenario's evidence, made outside `history`.
+    pub exchanges: usize,
 }
 
 /// A success, its `data` mapped back to dataset IDs.
@@ -180,8 +178,9 @@ pub const HISTORY_BUDGET_BYTES: usize = 64 << 20;
 /// The last answers a scenario always keeps: what its `Then` steps look at.
 const KEEP_LAST: usize = 16;
 
-/// Enough to show a pattern; a server that breaks a rule on every call does not grow the run.
-pub const MAX_VIOLATIONS: usize = 20;
+/// The pages a step walks before it stops: past it the scenario is blocked
+/// ([`ConformanceWorld::cut_walk`]), never passed on a partial count.
+pub const MAX_WALK_PAGES: usize = 1000;
 
 /// How every canary starts: what the suite itself wrote carries it.
 pub const CANARY_PREFIX: &str = "cnry";
@@ -425,26 +424,15 @@ impl ConformanceWorld {
         Ok(self.record(ex))
     }
 
-    /// Keep `ex` as the last exchange, checking its structured output against the schema the
-    /// server published (PROTO-4, on every call).
+    /// Keep `ex` as the last exchange, after the judge ran every rule that applies to it
+    /// (`crate::judge::RULES`: PROTO-1/2/4, ENV-2..7, each at its own level), however many
+    /// findings came before.
     pub fn record(&mut self, ex: Exchange) -> &Exchange {
-        if let Some(violation) = self.check_output_schema(&ex) {
-            self.schema_violations.push((self.history.len(), violation));
-        }
-        if let (Some(tool), Some(data)) = (ex.tool.as_deref(), ex.structured().and_then(|s| s.get("data")))
-            && !ex.is_error()
-            && let Some(violation) = crate::shape::check(tool, data)
-        {
-            let rid = ex.request_id().unwrap_or("no request_id");
-            self.shape_violations.push(format!("{violation} ({rid})"));
-        }
-        if self.invariant_violations.len() < MAX_VIOLATIONS {
-            let token =
-                ex.persona.as_deref().and_then(|p| self.ctx().profile.tokens.get(p)).map(String::as_str);
-            let mut found = crate::invariants::check(&ex, token);
-            found.extend(crate::invariants::check_protocol(&ex));
-            self.invariant_violations.extend(found.into_iter().take(MAX_VIOLATIONS));
-        }
+        let ctx = self.ctx.clone();
+        let token =
+            ex.persona.as_deref().and_then(|p| ctx.as_ref()?.profile.tokens.get(p)).map(String::as_str);
+        let seen = crate::judge::Seen { ex: &ex, token, published: ctx.as_ref().map(|c| &c.published) };
+        self.tally.judge(&seen, Some(self.history.len()));
         if let Some((code, category, retryable)) = crate::invariants::code_of_its_own(&ex)
             && !self.own_codes.iter().any(|(c, k, r, _)| *c == code && *k == category && *r == retryable)
         {
@@ -473,24 +461,6 @@ impl ConformanceWorld {
                 r.forget("answer dropped from memory: the scenario's answers exceeded 64 MiB");
             }
         }
-    }
-
-    fn check_output_schema(&self, ex: &Exchange) -> Option<String> {
-        let tool = ex.tool.as_deref()?;
-        let result = ex.result()?;
-        let rid = ex.request_id().unwrap_or("(no request_id)");
-        let validator = match self.ctx().published.output_validators.get(tool) {
-            None => return None,
-            Some(Err(e)) => return Some(format!("{tool}: the published outputSchema does not compile: {e}")),
-            Some(Ok(v)) => v,
-        };
-        let Some(structured) = result.get("structuredContent") else {
-            return Some(format!(
-                "{tool} ({rid}): no structuredContent although the tool publishes an outputSchema"
-            ));
-        };
-        let failures = validator.failures(structured);
-        (!failures.is_empty()).then(|| format!("{tool} ({rid}): {}", failures.join("; ")))
     }
 
     pub fn last(&self) -> anyhow::Result<&Exchange> {
@@ -589,6 +559,17 @@ impl ConformanceWorld {
         let _ = self.halt.set(Halt::Blocked);
         anyhow!(
             "{BLOCKED_BY_SHAPE}: the {tool} answer has no `{path}` (the contract's data shape, see ENV-7)\n{exchange}"
+        )
+    }
+
+    /// A walk that reached [`MAX_WALK_PAGES`] with a `next_cursor` still given: what it counted
+    /// is not complete, so the scenario is blocked with the reason, never passed.
+    pub fn cut_walk(&self, what: impl Display) -> anyhow::Error {
+        let exchange = self.history.last().map(Exchange::describe).unwrap_or_default();
+        let _ = self.halt.set(Halt::Blocked);
+        anyhow!(
+            "blocked: {what}: still a next_cursor after {MAX_WALK_PAGES} pages, so the walk is not complete \
+             and proves nothing\n{exchange}"
         )
     }
 

@@ -1,6 +1,6 @@
 //! What every fuzzed call is judged by, each failure filed under its clause: an answer at all
-//! and no 5xx (PROTO-2), the transport's and the envelope's rules (`invariants`), structured
-//! content valid against the published output schema (PROTO-4), and a refusal for arguments the
+//! and no 5xx (PROTO-2), every rule of the judge's table (`crate::judge`: the transport's, the
+//! envelope's, structured content valid against the published output schema, PROTO-4), and a refusal for arguments the
 //! schema forbids (the clause of the broken bound, else PROTO-3).
 
 use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, MAX_MESSAGE_LIMIT};
@@ -11,7 +11,6 @@ use super::schema::{Mutation, Tool};
 use super::strategy::Case;
 use crate::client::Exchange;
 use crate::context::RunContext;
-use crate::invariants;
 
 /// One broken rule, seen on one call.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,8 +30,7 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
     if !out.is_empty() {
         return out;
     }
-    out.extend(invariants::check_protocol(ex).into_iter().map(|v| fault(v.clause, v.detail)));
-    out.extend(invariants::check(ex, token).into_iter().map(|v| fault(v.clause, v.detail)));
+    out.extend(every_rule(ctx, ex, token));
     out.extend(id_header(ex));
     let must_refuse = !tool.accepts(&case.args);
     let target = case.target.as_ref().filter(|_| must_refuse);
@@ -63,7 +61,6 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         }
         return out;
     }
-    out.extend(output_schema(ctx, name, ex));
     out.extend(envelope(name, ex));
     if !must_refuse && succeeded(ex) {
         out.extend(page_sizes(name, &case.args, ex));
@@ -266,30 +263,11 @@ pub fn answered(ex: &Exchange) -> Vec<Fault> {
     }
 }
 
-/// PROTO-4: the structured content validates against the tool's published output schema.
-pub fn output_schema(ctx: &RunContext, name: &str, ex: &Exchange) -> Vec<Fault> {
-    let Some(Ok(validator)) = ctx.published.output_validators.get(name) else { return Vec::new() };
-    match ex.structured() {
-        None if ex.result().is_some() => {
-            vec![fault(
-                "PROTO-4",
-                format!("{name}: a result without structuredContent, though the tool has an outputSchema"),
-            )]
-        }
-        None => Vec::new(),
-        Some(s) => {
-            let failures = validator.failures(s);
-            if failures.is_empty() {
-                Vec::new()
-            } else {
-                let shown: Vec<&str> = failures.iter().take(3).map(String::as_str).collect();
-                vec![fault(
-                    "PROTO-4",
-                    format!("{name}: structuredContent off the output schema: {}", shown.join("; ")),
-                )]
-            }
-        }
-    }
+/// Every rule of the judge's table (`crate::judge::RULES`: PROTO-1/2/4, ENV-2..7) that `ex`
+/// breaks: the same rules, with the same applicability, as every scenario's exchange.
+pub fn every_rule(ctx: &RunContext, ex: &Exchange, token: Option<&str>) -> Vec<Fault> {
+    let seen = crate::judge::Seen { ex, token, published: Some(&ctx.published) };
+    crate::judge::judge(&seen).1.into_iter().map(|b| fault(b.clause, b.detail)).collect()
 }
 
 /// The error code of a tool error.

@@ -180,7 +180,7 @@ fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
     let Some(refusal) = refusal else { return out };
     // `the refusal is a rate limit`: its envelope by every rule of an error (ENV-4, ENV-5), and
     // a delay to wait (the project's `retry_after_ms`, a reference choice).
-    for v in crate::invariants::check(&refusal, engine.caller.token_of(&case.persona)) {
+    for v in super::oracle::every_rule(engine.caller.ctx, &refusal, engine.caller.token_of(&case.persona)) {
         out.push(observe(v.clause, v.detail, &case.persona, &case.tool, &case.args, &refusal));
     }
     if !crate::rules::asks_to_retry_later(&refusal) {

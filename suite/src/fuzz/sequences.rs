@@ -641,8 +641,7 @@ pub fn unknown_tool(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
         let observed = |f: Fault| Observed::new(f, &persona, &case.name, &args, &ex);
         let mut faults = answered(&ex);
         if faults.is_empty() {
-            faults.extend(crate::invariants::check_protocol(&ex).into_iter().map(|v| Fault { clause: v.clause, detail: v.detail }));
-            faults.extend(crate::invariants::check(&ex, engine.caller.token()).into_iter().map(|v| Fault { clause: v.clause, detail: v.detail }));
+            faults.extend(super::oracle::every_rule(engine.caller.ctx, &ex, engine.caller.token()));
             let code = ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64);
             if code != Some(-32602) {
                 faults.push(Fault {

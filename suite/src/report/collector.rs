@@ -34,12 +34,16 @@ pub struct RunLog {
     pub request_ids: std::collections::HashSet<String>,
     /// Codes outside §9 seen in the run: the first category, flag and request_id of each (ENV-5).
     pub own_codes: HashMap<String, (chataigne_contract::Category, bool, String)>,
+    /// What the judge and the run-wide rules judged, per clause and level (evidence).
+    pub evidence: crate::judge::Tally,
 }
 
 #[derive(Debug, Default, Clone)]
 pub struct ScenarioExtras {
     pub request_ids: Vec<String>,
     pub ext_differences: Vec<String>,
+    /// The exchanges the scenario made: what its steps judged.
+    pub exchanges: usize,
 }
 
 /// Scenario events → results.
@@ -64,6 +68,7 @@ impl Collector {
             if let Some(extras) = log.scenarios.get(&key) {
                 s.request_ids = extras.request_ids.clone();
                 s.ext_differences = extras.ext_differences.clone();
+                s.exchanges = extras.exchanges;
             }
         }
         out
@@ -113,6 +118,7 @@ impl Collector {
                         .collect(),
                     ext_differences: Vec::new(),
                     request_ids: Vec::new(),
+                    exchanges: 0,
                     not_applicable: false,
                     cut_short: false,
                     tags,

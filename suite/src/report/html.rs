@@ -261,7 +261,7 @@ pub fn html(report: &Report) -> String {
     let _ = writeln!(body, "<h2 id=\"matrix\">Clause matrix</h2>");
     let _ = writeln!(
         body,
-        "<table class=\"matrix\">\n<thead><tr><th>clause</th><th>what it requires</th><th>level</th><th>seed verdict</th><th>full verdict</th><th>scenarios</th><th>detail</th></tr></thead>\n<tbody>"
+        "<table class=\"matrix\">\n<thead><tr><th>clause</th><th>what it requires</th><th>level</th><th>seed verdict</th><th>full verdict</th><th title=\"exchanges judged at the seed level\">evidence</th><th>scenarios</th><th>detail</th></tr></thead>\n<tbody>"
     );
     for c in &report.clauses {
         body.push_str(&matrix_row(c, report.level, &anchors));
@@ -310,13 +310,14 @@ fn matrix_row(c: &ClauseResult, level: Level, anchors: &HashMap<(&str, usize, &s
     }
     let row_status = c.at(level);
     format!(
-        "<tr class=\"{}\" id=\"clause-{}\"><td class=\"id\">{}</td><td class=\"what\">{}</td><td><span class=\"level\">{}</span></td><td>{seed}</td><td>{}</td><td>{passed}/{}</td><td class=\"detail\">{detail}</td></tr>\n",
+        "<tr class=\"{}\" id=\"clause-{}\"><td class=\"id\">{}</td><td class=\"what\">{}</td><td><span class=\"level\">{}</span></td><td>{seed}</td><td>{}</td><td class=\"evidence\">{}</td><td>{passed}/{}</td><td class=\"detail\">{detail}</td></tr>\n",
         class(row_status),
         esc(&c.id),
         esc(&c.id),
         esc(&c.title),
         c.level,
         badge(c.full_status),
+        c.evidence,
         c.scenarios.len()
     )
 }

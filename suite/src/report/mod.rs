@@ -1,10 +1,12 @@
 //! The clause matrix: every clause of the contract → passed / failed / skipped (with the reason)
 //! / not run, with the scenarios and request_ids behind each verdict; and its renderings.
 //!
-//! Rules: a clause passes only if every scenario tagged with it passed and no automatic check
-//! found against it; one failed scenario fails it; otherwise a blocked scenario (another data
-//! shape, ENV-7) blocks it, and a skipped one makes it skipped; a clause no scenario of the run
-//! checks is "not run".
+//! Rules: a clause passes only if every scenario tagged with it passed, no rule of the judge
+//! (`crate::judge`) found against it at the level, and something was judged: its evidence, the
+//! exchanges its rules judged plus those of its passed scenarios, is not zero. One failed
+//! scenario fails it; otherwise a blocked scenario (another data shape, ENV-7) blocks it, and a
+//! skipped one makes it skipped; a clause no scenario of the run checks, or that nothing judged,
+//! is "not run".
 //!
 //! Every clause has two verdicts. The seed verdict leaves out scenarios tagged `@ext-<choice>`
 //! (they check a reference choice) and the ext differences steps noticed; the full verdict counts
@@ -90,6 +92,11 @@ pub struct Summary {
     /// The run was cut short (its deadline passed): not a verdict on the server.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
+    /// Required clauses something judged (evidence above zero).
+    pub judged: usize,
+    /// Why nothing was judged, when no required clause was: not a verdict, exit 2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nothing_judged: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -111,6 +118,11 @@ pub struct ClauseResult {
     /// Failures found by automatic checks (e.g. every output validated, PROTO-4).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+    /// What was seen: exchanges judged at the seed level (the judge's seed rules on every
+    /// exchange, plus the exchanges of the passed scenarios that count at the seed level), then
+    /// at the full level. A pass needs evidence.
+    pub evidence: u64,
+    pub full_evidence: u64,
 }
 
 impl ClauseResult {
@@ -159,6 +171,9 @@ pub struct ScenarioResult {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ext_differences: Vec<String>,
     pub request_ids: Vec<String>,
+    /// The exchanges it made: what its steps judged (a scenario that passed with none proved
+    /// nothing).
+    pub exchanges: usize,
     /// Skipped because it checks what the specification lets this server do without (sessions):
     /// like the stdio half of a clause, it does not hold back a clause whose other scenarios passed.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -189,7 +204,19 @@ impl ScenarioResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
     pub clause: String,
+    /// A finding of an ext rule fails its clause at the full level only.
+    pub level: crate::judge::RuleLevel,
     pub detail: String,
+}
+
+impl Finding {
+    pub fn seed(clause: &str, detail: impl Into<String>) -> Finding {
+        Finding { clause: clause.to_owned(), level: crate::judge::RuleLevel::Seed, detail: detail.into() }
+    }
+
+    fn counts_at(&self, level: Level) -> bool {
+        level == Level::Full || self.level == crate::judge::RuleLevel::Seed
+    }
 }
 
 impl Report {
@@ -197,6 +224,7 @@ impl Report {
     pub fn build(
         scenarios: &[ScenarioResult],
         findings: &[Finding],
+        evidence: &crate::judge::Tally,
         header: ReportHeader,
         parse_errors: Vec<String>,
     ) -> Report {
@@ -205,13 +233,30 @@ impl Report {
             .map(|clause| {
                 let tagged: Vec<ScenarioResult> =
                     scenarios.iter().filter(|s| s.tags.iter().any(|t| t == clause.id)).cloned().collect();
-                let found: Vec<String> =
-                    findings.iter().filter(|f| f.clause == clause.id).map(|f| f.detail.clone()).collect();
-                let (full_status, full_reason) = verdict(&tagged, &found, Level::Full);
+                let found = |level: Level| -> Vec<String> {
+                    findings
+                        .iter()
+                        .filter(|f| f.clause == clause.id && f.counts_at(level))
+                        .map(|f| f.detail.clone())
+                        .collect()
+                };
+                let judged = evidence.get(clause.id).cloned().unwrap_or_default();
+                let seen = |level: Level| {
+                    let steps: usize = tagged
+                        .iter()
+                        .filter(|s| s.counts_at(level) && s.at(level) == Status::Passed)
+                        .map(|s| s.exchanges)
+                        .sum();
+                    judged.judged(level == Level::Full) + steps as u64
+                };
+                let full_evidence = seen(Level::Full);
+                let evidence = if clause.ext { full_evidence } else { seen(Level::Seed) };
+                let (full_status, full_reason) =
+                    verdict(&tagged, &found(Level::Full), Level::Full, full_evidence);
                 let (status, reason) = if clause.ext {
                     (full_status, full_reason.clone())
                 } else {
-                    verdict(&tagged, &found, Level::Seed)
+                    verdict(&tagged, &found(Level::Seed), Level::Seed, evidence)
                 };
                 let full_reason =
                     (full_status != status || full_reason != reason).then_some(full_reason).flatten();
@@ -223,8 +268,10 @@ impl Report {
                     reason,
                     full_status,
                     full_reason,
+                    findings: found(Level::Full),
                     scenarios: tagged,
-                    findings: found,
+                    evidence,
+                    full_evidence,
                 }
             })
             .collect();
@@ -232,6 +279,16 @@ impl Report {
         let mut summary = summarize(&clauses, level, parse_errors.is_empty());
         if header.require_all && summary.skipped + summary.not_run > 0 {
             summary.certified = false;
+        }
+        // A failure or a block is a verdict; only a run with neither and no evidence has none.
+        if summary.judged == 0 && summary.failed + summary.blocked == 0 {
+            summary.certified = false;
+            let ran = scenarios.iter().filter(|s| s.status != Status::Skipped).count();
+            summary.nothing_judged = Some(format!(
+                "nothing was judged: {ran} scenario(s) of {} ran and no required clause was checked against \
+                 the server; a --tags or --name filter, or a --features folder, left nothing to run",
+                header.features
+            ));
         }
         let cut_short = scenarios.iter().filter(|s| s.cut_short).count();
         if cut_short > 0 {
@@ -255,7 +312,7 @@ impl Report {
     /// The verdict on a server that lists under half of the contract's tools: the tool-list
     /// clauses fail with `reason`, every other one is not run for it.
     pub fn not_a_contract_server(header: ReportHeader, reason: &str) -> Report {
-        let mut report = Report::build(&[], &[], header, Vec::new());
+        let mut report = Report::build(&[], &[], &Default::default(), header, Vec::new());
         for c in &mut report.clauses {
             let status =
                 if matches!(c.id.as_str(), "PROTO-3" | "ABS-1") { Status::Failed } else { Status::NotRun };
@@ -271,8 +328,8 @@ impl Report {
     /// mismatched id, a body that is not what its Content-Type says, an event never ended): the
     /// clause it breaks fails with the exchange as its finding, every other one is not run.
     pub fn protocol_broken(header: ReportHeader, clause: &str, detail: &str) -> Report {
-        let finding = Finding { clause: clause.to_owned(), detail: detail.to_owned() };
-        let mut report = Report::build(&[], &[finding], header, Vec::new());
+        let finding = Finding::seed(clause, detail);
+        let mut report = Report::build(&[], &[finding], &Default::default(), header, Vec::new());
         let why = format!("not run: the server's answer to initialize could not be read ({clause})");
         for c in report.clauses.iter_mut().filter(|c| c.id != clause) {
             (c.status, c.full_status) = (Status::NotRun, Status::NotRun);
@@ -285,9 +342,13 @@ impl Report {
 
     /// 0: certified at the run's level (no required clause failed or blocked); 1: not, or
     /// (with `require_all`) a required clause was skipped or not run, or a feature did not
-    /// parse.
+    /// parse; 2: nothing failed and nothing was judged (no verdict at all).
     pub fn exit_code(&self, require_all: bool) -> u8 {
         let incomplete = self.summary.skipped + self.summary.not_run > 0;
+        let failed = self.summary.failed + self.summary.blocked > 0;
+        if !failed && self.summary.nothing_judged.is_some() {
+            return 2;
+        }
         if !self.summary.certified || (require_all && incomplete) { 1 } else { 0 }
     }
 
@@ -309,7 +370,13 @@ fn summarize(clauses: &[ClauseResult], level: Level, parsed: bool) -> Summary {
         .map(|c| c.id.clone())
         .collect();
     let (failed, blocked) = (count(Status::Failed), count(Status::Blocked));
+    let judged = required
+        .iter()
+        .filter(|c| if level == Level::Full { c.full_evidence > 0 } else { c.evidence > 0 })
+        .count();
     Summary {
+        judged,
+        nothing_judged: None,
         certified: parsed && failed == 0 && blocked == 0,
         interrupted: None,
         required: required.len(),
@@ -332,7 +399,15 @@ pub struct ReportHeader {
     pub require_all: bool,
 }
 
-fn verdict(scenarios: &[ScenarioResult], findings: &[String], level: Level) -> (Status, Option<String>) {
+/// What a clause that would pass says when nothing judged it.
+pub const NOTHING_JUDGED: &str = "nothing was judged: no exchange of this run was checked against it";
+
+fn verdict(
+    scenarios: &[ScenarioResult],
+    findings: &[String],
+    level: Level,
+    evidence: u64,
+) -> (Status, Option<String>) {
     let counted: Vec<&ScenarioResult> = scenarios.iter().filter(|s| s.counts_at(level)).collect();
     let failed: Vec<&&ScenarioResult> = counted.iter().filter(|s| s.at(level) == Status::Failed).collect();
     if let Some(first) = failed.first() {
@@ -380,6 +455,9 @@ fn verdict(scenarios: &[ScenarioResult], findings: &[String], level: Level) -> (
         .map(|s| s.skip_reason.as_deref().unwrap_or("skipped"))
         .collect();
     if reasons.is_empty() {
+        if evidence == 0 {
+            return (Status::NotRun, Some(NOTHING_JUDGED.to_owned()));
+        }
         return (Status::Passed, None);
     }
     reasons.sort_unstable();

@@ -38,6 +38,9 @@ pub fn verdict_lines(report: &Report) -> Vec<String> {
     if let Some(why) = &s.interrupted {
         lines.push(format!("NOT CERTIFIED at the {level} level: {why}."));
     }
+    if let Some(why) = &s.nothing_judged {
+        lines.push(format!("NO VERDICT at the {level} level: {why}."));
+    }
     let head = if s.certified {
         format!("CERTIFIED at the {level} level")
     } else if s.failed + s.blocked == 0 && s.interrupted.is_none() && report.parse_errors.is_empty() {
@@ -120,8 +123,8 @@ pub fn markdown(report: &Report) -> String {
         let _ = writeln!(out, "\n> ❌ feature did not parse: {}", cell(e));
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "| clause | level | verdict | full level | scenarios | detail |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let _ = writeln!(out, "| clause | level | verdict | full level | evidence | scenarios | detail |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for c in &report.clauses {
         let passed = c.scenarios.iter().filter(|s| s.status == Status::Passed).count();
         let detail = match (&c.reason, c.status) {
@@ -134,12 +137,13 @@ pub fn markdown(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} {} | {} | {passed}/{} | {detail} |",
+            "| {} | {} | {} {} | {} | {} | {passed}/{} | {detail} |",
             c.id,
             c.level,
             icon(c.status),
             c.status.as_str(),
             full_cell(c),
+            c.evidence,
             c.scenarios.len()
         );
     }
@@ -202,7 +206,11 @@ fn failure_text(s: &super::ScenarioResult) -> String {
 /// The matrix as plain text, after the run's progress, then the failures, then the verdict.
 pub fn console_matrix(report: &Report) -> String {
     let mut out = String::from("\nClause matrix (level: seed = the seed contract, ext = this project's)\n");
-    let _ = writeln!(out, "  {:<8} {:<5} {:<8} {:<12} detail", "clause", "level", "verdict", "full level");
+    let _ = writeln!(
+        out,
+        "  {:<8} {:<5} {:<8} {:<12} {:>8} detail",
+        "clause", "level", "verdict", "full level", "evidence"
+    );
     for c in &report.clauses {
         let n = c.scenarios.len();
         let passed = c.scenarios.iter().filter(|s| s.status == Status::Passed).count();
@@ -214,11 +222,12 @@ pub fn console_matrix(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<8} {:<5} {:<8} {:<12} {passed}/{n}{detail}",
+            "  {:<8} {:<5} {:<8} {:<12} {:>8} {passed}/{n}{detail}",
             c.id,
             c.level,
             c.status.as_str(),
-            full
+            full,
+            c.evidence
         );
     }
     let failures = failed_scenarios(report);

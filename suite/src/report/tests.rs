@@ -12,6 +12,7 @@ fn scenario(name: &str, tags: &[&str], status: Status) -> ScenarioResult {
         ext_choices: tags.iter().filter_map(|t| t.strip_prefix("ext-")).map(str::to_owned).collect(),
         ext_differences: Vec::new(),
         request_ids: vec!["req_0123456789abcdef".to_owned()],
+        exchanges: 3,
         not_applicable: false,
         cut_short: false,
         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
@@ -37,14 +38,14 @@ fn a_stdio_only_scenario_does_not_hold_back_a_clause_checked_over_http() {
     let mut stdio = scenario("over stdio", &["AUTH-1", "needs-stdio"], Status::Skipped);
     stdio.skip_reason = Some(crate::context::NEEDS_STDIO.to_owned());
     let http = scenario("over HTTP", &["AUTH-1"], Status::Passed);
-    assert_eq!(verdict(&[stdio.clone(), http], &[], Level::Seed), (Status::Passed, None));
-    assert_eq!(verdict(std::slice::from_ref(&stdio), &[], Level::Seed).0, Status::Skipped);
+    assert_eq!(verdict(&[stdio.clone(), http], &[], Level::Seed, 1), (Status::Passed, None));
+    assert_eq!(verdict(std::slice::from_ref(&stdio), &[], Level::Seed, 1).0, Status::Skipped);
     // The converse: an HTTP-only scenario skipped over stdio keeps its clause skipped.
     let mut http_only = scenario("over HTTP", &["ENV-2", "needs-http"], Status::Skipped);
     http_only.skip_reason = Some(crate::context::NEEDS_HTTP.to_owned());
     let both = [http_only, scenario("any", &["ENV-2"], Status::Passed)];
     assert_eq!(
-        verdict(&both, &[], Level::Seed),
+        verdict(&both, &[], Level::Seed, 1),
         (Status::Skipped, Some(crate::context::NEEDS_HTTP.to_owned()))
     );
 }
@@ -55,21 +56,21 @@ fn a_check_that_does_not_apply_does_not_hold_back_its_clause_but_never_passes_it
     sessions.skip_reason = Some("the server keeps no sessions".to_owned());
     sessions.not_applicable = true;
     let other = scenario("versions", &["PROTO-1"], Status::Passed);
-    assert_eq!(verdict(&[sessions.clone(), other], &[], Level::Seed), (Status::Passed, None));
+    assert_eq!(verdict(&[sessions.clone(), other], &[], Level::Seed, 1), (Status::Passed, None));
     // Alone it proves nothing: skipped, with its reason.
     assert_eq!(
-        verdict(std::slice::from_ref(&sessions), &[], Level::Seed),
+        verdict(std::slice::from_ref(&sessions), &[], Level::Seed, 1),
         (Status::Skipped, Some("the server keeps no sessions".to_owned()))
     );
     // Nor does it hide a failure beside it.
     let failed = scenario("ids", &["PROTO-1"], Status::Failed);
-    assert_eq!(verdict(&[sessions, failed], &[], Level::Seed).0, Status::Failed);
+    assert_eq!(verdict(&[sessions, failed], &[], Level::Seed, 1).0, Status::Failed);
 }
 
 #[test]
 fn verdicts_follow_the_rules() {
     let check = |scenarios: &[ScenarioResult], findings: &[Finding], expected: Status| {
-        let report = Report::build(scenarios, findings, header(), vec![]);
+        let report = Report::build(scenarios, findings, &Default::default(), header(), vec![]);
         assert_eq!(status_of(&report, "PAG-1"), expected, "{scenarios:?} {findings:?}");
     };
     let (p, f, s) = (Status::Passed, Status::Failed, Status::Skipped);
@@ -79,7 +80,7 @@ fn verdicts_follow_the_rules() {
     check(&[scenario("a", &["PAG-1"], p), scenario("b", &["PAG-1"], s)], &[], s);
     check(&[scenario("a", &["PAG-1"], s), scenario("b", &["PAG-1"], f)], &[], f);
     check(&[scenario("a", &["PAG-2"], f)], &[], Status::NotRun);
-    let finding = Finding { clause: "PAG-1".to_owned(), detail: "x".to_owned() };
+    let finding = Finding::seed("PAG-1", "x");
     check(&[scenario("a", &["PAG-1"], p)], std::slice::from_ref(&finding), f);
     check(&[], &[finding], f);
 }
@@ -87,16 +88,18 @@ fn verdicts_follow_the_rules() {
 #[test]
 fn exit_codes() {
     let check = |scenarios: &[ScenarioResult], require_all: bool, expected: u8| {
-        let report = Report::build(scenarios, &[], header(), vec![]);
+        let report = Report::build(scenarios, &[], &Default::default(), header(), vec![]);
         assert_eq!(report.exit_code(require_all), expected);
     };
     check(&[scenario("a", &["PAG-1"], Status::Passed)], false, 0);
     check(&[scenario("a", &["PAG-1"], Status::Passed)], true, 1);
     check(&[scenario("a", &["PAG-1"], Status::Failed)], false, 1);
-    check(&[scenario("a", &["PAG-1"], Status::Skipped)], false, 0);
+    // Only skipped: nothing was judged, no verdict.
+    check(&[scenario("a", &["PAG-1"], Status::Skipped)], false, 2);
     let all: Vec<ScenarioResult> = CLAUSES.iter().map(|c| scenario(c.id, &[c.id], Status::Passed)).collect();
     check(&all, true, 0);
-    let report = Report::build(&all, &[], header(), vec!["features/x.feature: bad".to_owned()]);
+    let report =
+        Report::build(&all, &[], &Default::default(), header(), vec!["features/x.feature: bad".to_owned()]);
     assert_eq!(report.exit_code(false), 1);
 }
 
@@ -112,12 +115,18 @@ fn all_passed() -> Vec<ScenarioResult> {
 fn a_failed_reference_choice_counts_at_the_full_level_only() {
     let mut scenarios = all_passed();
     scenarios.push(scenario("one step at a time", &["PRE-3", "ext-lifecycle-one-step"], Status::Failed));
-    let report = Report::build(&scenarios, &[], header(), vec![]);
+    let report = Report::build(&scenarios, &[], &Default::default(), header(), vec![]);
     let pre3 = clause(&report, "PRE-3");
     assert_eq!((pre3.status, pre3.full_status), (Status::Passed, Status::Failed));
     assert_eq!(report.exit_code(true), 0, "{:?}", report.summary);
     assert_eq!(report.summary.ext_differences, vec!["PRE-3".to_owned()]);
-    let full = Report::build(&scenarios, &[], ReportHeader { level: Level::Full, ..header() }, vec![]);
+    let full = Report::build(
+        &scenarios,
+        &[],
+        &Default::default(),
+        ReportHeader { level: Level::Full, ..header() },
+        vec![],
+    );
     assert_eq!(full.exit_code(false), 1);
     assert!(!full.summary.certified);
 }
@@ -128,7 +137,7 @@ fn a_difference_noticed_in_passing_fails_the_full_level_only() {
     let mut s = scenario("foreign and absent alike", &["AUTH-4"], Status::Passed);
     s.ext_differences.push("identical-errors: data.error differs in occurred_at".to_owned());
     scenarios.push(s);
-    let report = Report::build(&scenarios, &[], header(), vec![]);
+    let report = Report::build(&scenarios, &[], &Default::default(), header(), vec![]);
     let auth4 = clause(&report, "AUTH-4");
     assert_eq!((auth4.status, auth4.full_status), (Status::Passed, Status::Failed));
     assert!(auth4.full_reason.as_deref().is_some_and(|r| r.contains("identical-errors")), "{auth4:?}");
@@ -137,13 +146,23 @@ fn a_difference_noticed_in_passing_fails_the_full_level_only() {
 
 #[test]
 fn an_ext_clause_is_required_at_the_full_level_only() {
-    let finding = Finding { clause: "ENV-7".to_owned(), detail: "get_order: data.order missing".to_owned() };
-    let report = Report::build(&all_passed(), std::slice::from_ref(&finding), header(), vec![]);
+    let finding = Finding {
+        clause: "ENV-7".to_owned(),
+        level: crate::judge::RuleLevel::Ext,
+        detail: "get_order: data.order missing".to_owned(),
+    };
+    let report =
+        Report::build(&all_passed(), std::slice::from_ref(&finding), &Default::default(), header(), vec![]);
     assert_eq!(clause(&report, "ENV-7").status, Status::Failed);
     assert!(report.summary.certified);
     assert_eq!(report.summary.required, CLAUSES.iter().filter(|c| !c.ext).count());
-    let full =
-        Report::build(&all_passed(), &[finding], ReportHeader { level: Level::Full, ..header() }, vec![]);
+    let full = Report::build(
+        &all_passed(),
+        &[finding],
+        &Default::default(),
+        ReportHeader { level: Level::Full, ..header() },
+        vec![],
+    );
     assert_eq!(full.exit_code(false), 1);
 }
 
@@ -154,7 +173,7 @@ fn a_blocked_clause_is_neither_passed_nor_failed_and_not_certified() {
     s.message =
         Some(format!("{}: the get_order answer has no `data.order.status`", crate::world::BLOCKED_BY_SHAPE));
     scenarios.push(s);
-    let report = Report::build(&scenarios, &[], header(), vec![]);
+    let report = Report::build(&scenarios, &[], &Default::default(), header(), vec![]);
     let pre2 = clause(&report, "PRE-2");
     assert_eq!(pre2.status, Status::Blocked);
     assert!(pre2.reason.as_deref().is_some_and(|r| r.contains("data.order.status")), "{pre2:?}");
@@ -189,16 +208,23 @@ fn markdown_summary() {
     ];
     let findings = [Finding {
         clause: "PROTO-4".to_owned(),
+        level: crate::judge::RuleLevel::Seed,
         detail: "A scenario: list_orders (req_0123456789abcdef): /data fails `required`".to_owned(),
     }];
-    let report = Report::build(&scenarios, &findings, header(), vec![]);
+    let report = Report::build(&scenarios, &findings, &Default::default(), header(), vec![]);
     insta::assert_snapshot!(markdown(&report));
 }
 
 #[test]
 fn require_all_is_part_of_the_certificate() {
     let scenarios = [scenario("a", &["PAG-1"], Status::Passed)];
-    let report = Report::build(&scenarios, &[], ReportHeader { require_all: true, ..header() }, vec![]);
+    let report = Report::build(
+        &scenarios,
+        &[],
+        &Default::default(),
+        ReportHeader { require_all: true, ..header() },
+        vec![],
+    );
     assert!(!report.summary.certified, "not every required clause was checked");
     assert_eq!(report.exit_code(true), 1);
     assert!(verdict_lines(&report)[0].contains("--require-all"), "{:?}", verdict_lines(&report));

@@ -106,6 +106,22 @@ pub fn unmarked_cut(ex: &Exchange) -> Option<String> {
     })
 }
 
+/// LIM-5 on any page: a success holding fewer items than the `limit` asked, with a `next_cursor`,
+/// is a page cut short, and a cut page says so (`meta.truncated: true`) whatever its size or
+/// filter. `key` is the list's member under `data`. `Some`: what was wrong.
+pub fn cut_unmarked(ex: &Exchange, key: &str, limit: u64) -> Option<String> {
+    if !is_success(ex) {
+        return None;
+    }
+    let structured = ex.structured()?;
+    let items = structured.pointer(&format!("/data/{key}")).and_then(Value::as_array)?.len() as u64;
+    let next = structured.pointer("/meta/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
+    let truncated = structured.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
+    (items < limit && next && !truncated).then(|| {
+        format!("a page of {items} items (limit {limit}) with a next_cursor, cut short, not marked truncated")
+    })
+}
+
 /// LIM-5 on a page the dataset makes over 128 KiB: refused as too large instead of cut (a page
 /// can always be cut, down to one item). `Some`: what was wrong.
 pub fn page_refused_too_large(ex: &Exchange) -> Option<String> {

@@ -300,14 +300,21 @@ async fn count_effects(
         _ => return Err(anyhow!("{id} has neither instructions nor messages")),
     };
     let mut count = 0;
-    for _ in 0..100 {
+    let mut complete = false;
+    for _ in 0..crate::world::MAX_WALK_PAGES {
         w.call_tool(tool, args.clone()).await?;
         let success = w.success()?;
         count += strings_of(w, &success.data, key, "text")?.into_iter().filter(|t| *t == text).count();
         match success.meta.next_cursor {
             Some(c) => args["cursor"] = json!(c),
-            None => break,
+            None => {
+                complete = true;
+                break;
+            }
         }
+    }
+    if !complete {
+        return Err(w.cut_walk(format!("counting the {key} of {id}")));
     }
     if count == n { Ok(()) } else { Err(w.fail(format!("{n} {key} with the text {text:?}"), count)) }
 }
@@ -317,15 +324,22 @@ async fn count_organizations(w: &mut ConformanceWorld, n: usize, name: String) -
     let name = w.expand(&name);
     let mut args = json!({ "limit": 50 });
     let mut count = 0;
-    for _ in 0..100 {
+    let mut complete = false;
+    for _ in 0..crate::world::MAX_WALK_PAGES {
         w.call_tool("list_organizations", args.clone()).await?;
         let success = w.success()?;
         count +=
             strings_of(w, &success.data, "organizations", "name")?.into_iter().filter(|n| *n == name).count();
         match success.meta.next_cursor {
             Some(c) => args["cursor"] = json!(c),
-            None => break,
+            None => {
+                complete = true;
+                break;
+            }
         }
+    }
+    if !complete {
+        return Err(w.cut_walk("counting the organizations"));
     }
     if count == n { Ok(()) } else { Err(w.fail(format!("{n} organizations named {name:?}"), count)) }
 }

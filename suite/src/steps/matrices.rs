@@ -138,12 +138,20 @@ async fn cursor_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             continue;
         };
         w.call_tool(tool, with(&row.changed, size, json!(1))).await?;
-        let valid_alone = outcome(w) == "success";
+        // Refused alone: the arguments' own refusal (the same code) is the most a cursor can
+        // add; any other answer is not that refusal, and a success serves a foreign page.
+        let alone = error_code(w);
         w.call_tool(tool, with(&with(&row.changed, size, json!(1)), "cursor", json!(cursor))).await?;
         match error_code(w) {
             Some(code) if code == ErrorCode::CursorInvalid.as_str() => {}
-            Some(_) if !valid_alone => {}
-            _ => misses.add(w, format!("{name}: {}", outcome(w))),
+            Some(code) if alone.as_deref() == Some(code.as_str()) => {}
+            _ => {
+                let alone = alone.map_or_else(|| "served".to_owned(), |c| format!("refused alone with {c}"));
+                misses.add(
+                    w,
+                    format!("{name}: {} (the changed arguments without the cursor: {alone})", outcome(w)),
+                )
+            }
         }
     }
     misses.verdict(w, rows.len(), "MCP_CURSOR_INVALID for a cursor reused with any one argument changed")
@@ -310,6 +318,7 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
     let mut misses = Misses::default();
     let reference = ErrorCode::InvalidArguments.as_str();
     let mut other_codes = Vec::new();
+    let mut differences: Vec<(&'static str, String)> = Vec::new();
     for row in &rows {
         if row.tool.kind().is_write() {
             w.dirty = true;
@@ -322,14 +331,21 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
             let got = code.unwrap_or_else(|| "JSON-RPC error -32602".to_owned());
             other_codes.push(format!("{} with {}: {got}", row.tool.as_str(), row.edge));
         }
-        if !held {
-            let want = match row.expect {
-                matrices::Expect::Refused => "refused",
-                matrices::Expect::Served => "served",
-            };
-            misses
-                .add(w, format!("{} with {}: {} (expected {want})", row.tool.as_str(), row.edge, outcome(w)));
+        if held {
+            continue;
         }
+        let want = match row.expect {
+            matrices::Expect::Refused => "refused",
+            matrices::Expect::Served => "served",
+        };
+        let what = format!("{} with {}: {} (expected {want})", row.tool.as_str(), row.edge, outcome(w));
+        match seed_or_choice(w, row) {
+            Some(choice) => differences.push((choice, what)),
+            None => misses.add(w, what),
+        }
+    }
+    for (choice, what) in differences {
+        w.ext_difference(choice, what);
     }
     if let Some(first) = other_codes.first() {
         w.ext_difference(
@@ -342,6 +358,19 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
         );
     }
     misses.verdict(w, rows.len(), &format!("every input bound under {clause} held at its edge"))
+}
+
+/// The reference choice a bound row checks, if the seed level does not hold this server to it:
+/// the row's own (a repeated item), or, for a PROTO-3 refusal, a bound of the contract's schema
+/// that the input schema the server publishes does not state (`contract-input-schemas`).
+/// `None`: the row is a seed rule for this server.
+fn seed_or_choice(w: &ConformanceWorld, row: &matrices::BoundRow) -> Option<&'static str> {
+    if let Some(choice) = row.choice {
+        return Some(choice);
+    }
+    let own_schema_refuses = w.ctx().published.refuses(row.tool.as_str(), &row.args);
+    (row.clause == "PROTO-3" && row.expect == matrices::Expect::Refused && own_schema_refuses == Some(false))
+        .then_some("contract-input-schemas")
 }
 
 /// Whether the last answer is what `row` expects: past the bound, refused for the arguments (a
@@ -459,6 +488,11 @@ async fn walk_cut(w: &mut ConformanceWorld, row: &matrices::SizeRow) -> anyhow::
         if let Some(detail) = rules::untruncated_page(ex) {
             return Ok(Some(format!("page {page}: {detail}")));
         }
+        let limit =
+            row.args.get("limit").and_then(Value::as_u64).unwrap_or(chataigne_contract::DEFAULT_LIMIT as u64);
+        if let Some(detail) = rules::cut_unmarked(ex, &row.key, limit) {
+            return Ok(Some(format!("page {page}: {detail}")));
+        }
         if outcome(w) != "success" {
             return Ok(Some(format!("page {page}: {}", outcome(w))));
         }
@@ -515,9 +549,17 @@ async fn item_size_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         w.use_persona(&row.persona)?;
         call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
         let got = outcome(w);
+        // A success within 128 KiB is a smaller rendering of the record, unless the record's
+        // text alone is over 128 KiB: then it cannot be the record whole.
+        let whole_fits = row.content_bytes <= chataigne_contract::MAX_STRUCTURED_BYTES;
         let miss = match rules::oversized_item(w.last()?) {
             Some(detail) => Some(detail),
-            None if got == "success" || got == too_large => None,
+            None if got == too_large || (got == "success" && whole_fits) => None,
+            None if got == "success" => Some(format!(
+                "a success of {} bytes for a record whose text alone is {} bytes: not the record whole (expected {too_large})",
+                w.last()?.structured_bytes(),
+                row.content_bytes
+            )),
             None => Some(format!("{got} (expected {too_large})")),
         };
         if let Some(miss) = miss {

@@ -80,11 +80,14 @@ async fn library_session(w: &mut ConformanceWorld, version: String) -> anyhow::R
     };
     let session = match tokio::time::timeout(timeout, run).await {
         Ok(Ok(session)) => session,
-        Ok(Err(error)) => LibrarySession { protocol_version: None, tools: vec![], error: Some(error) },
+        Ok(Err(error)) => {
+            LibrarySession { protocol_version: None, tools: vec![], error: Some(error), exchanges: 1 }
+        }
         Err(_) => LibrarySession {
             protocol_version: None,
             tools: vec![],
             error: Some(format!("no answer within {} ms", timeout.as_millis())),
+            exchanges: 1,
         },
     };
     w.library = Some(session);
@@ -101,7 +104,8 @@ where
     let tools = client.list_all_tools().await.map_err(|e| format!("tools/list: {e}"));
     let _ = client.cancel().await;
     let tools = tools?.into_iter().map(|t| t.name.into_owned()).collect();
-    Ok(LibrarySession { protocol_version, tools, error: None })
+    // The handshake and at least one page of tools/list.
+    Ok(LibrarySession { protocol_version, tools, error: None, exchanges: 2 })
 }
 
 fn library(w: &ConformanceWorld) -> anyhow::Result<&LibrarySession> {
@@ -155,6 +159,24 @@ async fn initialize_version(w: &mut ConformanceWorld, version: String) -> anyhow
 async fn initialize_header(w: &mut ConformanceWorld, name: String, value: String) -> anyhow::Result<()> {
     let mut client = w.fresh_client()?;
     let ex = client.initialize_with(crate::client::PROTOCOL_VERSION, &[(name, value)]).await;
+    w.record(ex);
+    Ok(())
+}
+
+/// PROTO-5 past the handshake: a tool call on the persona's initialized session, sent with one
+/// header more (a foreign Origin). A check made on `initialize` only lets a page that learned a
+/// session call every tool.
+#[when(expr = "they call {quoted} in their session with the header {string} set to {string}")]
+async fn call_with_header(
+    w: &mut ConformanceWorld,
+    tool: super::params::Quoted,
+    name: String,
+    value: String,
+) -> anyhow::Result<()> {
+    let tool = String::from(tool);
+    let client = w.client().await?;
+    let ex =
+        client.request_with("tools/call", json!({ "name": tool, "arguments": {} }), &[(name, value)]).await;
     w.record(ex);
     Ok(())
 }

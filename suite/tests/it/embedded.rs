@@ -56,6 +56,18 @@ fn verdicts_do_not_change_with_concurrency() {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
+        // Issue 37: a pass is evidence. A scenario that passed without one exchange, or a clause
+        // that passed with nothing judged, is a defect of the suite.
+        for c in json["clauses"].as_array().unwrap() {
+            if c["full_status"] == "passed" {
+                assert!(c["full_evidence"].as_u64().unwrap() > 0, "{} passed on nothing", c["id"]);
+            }
+            for s in c["scenarios"].as_array().unwrap() {
+                if s["status"] == "passed" {
+                    assert!(s["exchanges"].as_u64().unwrap() > 0, "{} passed without an exchange", s["name"]);
+                }
+            }
+        }
         json["clauses"]
             .as_array()
             .unwrap()

@@ -56,7 +56,17 @@ fn fuzz_finds_nothing_on_any_reading_the_seed_allows() {
         let log = std::env::temp_dir().join(format!("chataigne-embedded-{}.log", std::process::id()));
         let _ = std::fs::OpenOptions::new().create(true).append(true).open(&log);
         let (code, report) = fuzz(&["--seed", "7", "--budget", "300calls", "--variant", variant.name()]);
-        assert_eq!(findings(&report), &Vec::<Value>::new(), "{}: {report:#}", variant.name());
+        // A variant may differ from the reference's own choices (ext clauses, `choice`): those
+        // are differences at this level, and nothing else may be found.
+        let counted: Vec<&Value> = findings(&report)
+            .iter()
+            .filter(|f| {
+                let ext =
+                    chataigne_contract::clauses::find(f["clause"].as_str().unwrap()).is_some_and(|c| c.ext);
+                !ext && f["choice"].is_null()
+            })
+            .collect();
+        assert_eq!(counted, Vec::<&Value>::new(), "{}: {report:#}", variant.name());
         assert_eq!(code, 0);
     }
 }

@@ -158,13 +158,14 @@ fn scenarios_needing_the_control_api_are_skipped_with_the_reason() {
     let fake = Fake::start();
     fake.serve_tools(conforming);
     let outcome = fake.run(2000, &["--tags", "@PAG-7"]);
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    // Skipped only: nothing was judged, so no verdict (exit 2), the reason still reported.
+    assert_eq!(outcome.code, 2, "{outcome:?}");
     let c = clause(&outcome, "PAG-7");
     assert_eq!(c.status, Status::Skipped);
     assert_eq!(c.reason.as_deref(), Some("needs control API"));
     assert_eq!(c.scenarios[0].skip_reason.as_deref(), Some("needs control API"));
-    // Under --require-all, skipped and not run clauses fail the run.
-    assert_eq!(fake.run(2000, &["--tags", "@PAG-7", "--require-all"]).code, 1);
+    // Nothing judged is still no verdict (2), --require-all or not.
+    assert_eq!(fake.run(2000, &["--tags", "@PAG-7", "--require-all"]).code, 2);
 }
 
 #[test]
@@ -172,7 +173,7 @@ fn scenarios_needing_stdio_are_skipped_over_http() {
     let fake = Fake::start();
     fake.serve_tools(conforming);
     let outcome = fake.run(2000, &["--tags", "@needs-stdio"]);
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert_eq!(outcome.code, 2, "nothing judged: {outcome:?}");
     let c = clause(&outcome, "AUTH-1");
     assert_eq!(c.status, Status::Skipped, "{c:?}");
     assert_eq!(c.scenarios.len(), 1, "{c:?}");
@@ -271,6 +272,9 @@ fn junit_failures_name_no_panics_and_no_suite_sources() {
     assert!(!xml.to_lowercase().contains("panicked"), "{xml}");
     assert!(!xml.contains("src/steps/"), "{xml}");
     assert!(xml.contains("HTTP 500"), "{xml}");
+    // Each clause's verdict and evidence, as properties (issue 37).
+    assert!(xml.contains("<property name=\"ENV-1\" value=\"failed ("), "{xml}");
+    assert!(xml.contains("<property name=\"PAG-1\" value=\"not run (0 exchanges judged)\"/>"), "{xml}");
 }
 
 /// A server that is not a Chataigne server (here: the tools of MCP's own example server) gets a
@@ -398,4 +402,26 @@ fn an_event_stream_that_never_ends_its_event_is_a_proto1_verdict() {
     let fake = Fake::start();
     let outcome = fake.run(700, &["--endpoint", &endpoint]);
     check_protocol_verdict(&outcome, "PROTO-1", "no event answering this request ended");
+}
+
+/// Issue 37: a filter that matches nothing, or an empty features folder, once printed CERTIFIED
+/// with "0 checked" and exit 0. Nothing judged is no verdict: exit 2, naming what left nothing.
+#[test]
+fn a_run_that_judged_nothing_is_not_certified() {
+    let fake = Fake::start();
+    fake.serve_tools(conforming);
+    let typo = fake.run(2000, &["--tags", "@PAG-99"]);
+    assert_eq!(typo.code, 2, "{typo:?}");
+    let report = typo.report.as_ref().expect("a report");
+    assert!(!report.summary.certified);
+    assert_eq!(report.summary.judged, 0);
+    assert!(report.summary.nothing_judged.as_deref().unwrap_or_default().contains("--tags"));
+
+    let empty = std::env::temp_dir().join(format!("chataigne-no-features-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let outcome = fake.run(2000, &["--features", empty.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&empty);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let summary = &outcome.report.as_ref().expect("a report").summary;
+    assert!(summary.nothing_judged.as_deref().unwrap_or_default().contains(empty.to_str().unwrap()));
 }

@@ -24,6 +24,7 @@ fn failed(name: &str, tag: &str, message: String) -> ScenarioResult {
         ext_choices: Vec::new(),
         ext_differences: Vec::new(),
         request_ids: vec!["req_00000000000000000000000001".to_owned()],
+        exchanges: 1,
         not_applicable: false,
         cut_short: false,
         tags: vec![tag.to_owned()],
@@ -55,9 +56,16 @@ fn a_hostile_response_is_rendered_inert() {
     ];
     let findings = [Finding {
         clause: "ENV-6".to_owned(),
+        level: crate::judge::RuleLevel::Ext,
         detail: "echoed <script>alert(4)</script></details>".to_owned(),
     }];
-    let report = Report::build(&scenarios, &findings, header(), vec!["<script>x</script>".to_owned()]);
+    let report = Report::build(
+        &scenarios,
+        &findings,
+        &Default::default(),
+        header(),
+        vec!["<script>x</script>".to_owned()],
+    );
     let page = html(&report);
     let lower = page.to_lowercase();
     assert_eq!(count(&lower, "<script"), 0, "a script element got through");
@@ -83,7 +91,7 @@ fn a_hostile_response_is_rendered_inert() {
 fn the_page_has_the_verdict_the_matrix_and_each_failure_with_its_exchange() {
     let scenarios =
         [failed("A success carries a text summary", "ENV-1", message(r#"{"result":{"isError":true}}"#))];
-    let report = Report::build(&scenarios, &[], header(), vec![]);
+    let report = Report::build(&scenarios, &[], &Default::default(), header(), vec![]);
     let page = html(&report);
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert!(page.contains("<p class=\"head\">NOT CERTIFIED at the seed level:"), "{page}");
