@@ -309,6 +309,7 @@ const NOTICED_AT_FULL: &[(&str, &str)] = &[
     ("transition-mismatch-code", "PRE-3"),
     ("transition-validation-code", "PRE-3"),
     ("message-limit-clamp", "PAG-8"),
+    ("repeats-as-once", "LIM-1"),
 ];
 
 /// The variant that answers with another data shape: ENV-7 must fail alone.

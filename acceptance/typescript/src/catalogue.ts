@@ -171,7 +171,7 @@ export const TOOLS: ToolDef[] = [
     "List a restaurant's orders, newest first (created_at desc, then id desc), optionally filtered.",
     {
       ...rid,
-      status: { type: 'array', items: oneOf(ORDER_STATUSES), minItems: 1, maxItems: 7, uniqueItems: true },
+      status: { type: 'array', items: oneOf(ORDER_STATUSES), minItems: 1, maxItems: 7 },
       channel: oneOf(ORDER_CHANNELS), created_from: timestamp, created_to: timestamp, ...paging,
     },
     ['restaurant_id'], list('orders', order)),
@@ -199,10 +199,10 @@ export const TOOLS: ToolDef[] = [
     "List a restaurant's standing instructions, newest first.",
     { ...rid, ...paging }, ['restaurant_id'], list('instructions', instruction)),
   tool('get_analytics', 'analytics', 'analytics:read', 'viewer',
-    'Compute 1 to 8 distinct metrics of a restaurant over at most 366 days (from and to included), per day (default), week or month.',
+    'Compute 1 to 8 metrics (one asked twice is computed once) of a restaurant over at most 366 days (from and to included), per day (default), week or month.',
     {
       ...rid,
-      metrics: { type: 'array', items: oneOf(METRICS), minItems: 1, maxItems: 8, uniqueItems: true },
+      metrics: { type: 'array', items: oneOf(METRICS), minItems: 1, maxItems: 8 },
       from: date, to: date, granularity: oneOf(['day', 'week', 'month']),
     },
     ['restaurant_id', 'metrics', 'from', 'to'], analytics),

@@ -265,7 +265,8 @@ export class Chataigne {
         return one({ restaurant: restaurantView(this.restaurant(ctx, a.restaurant_id).restaurant) });
       case 'list_orders': {
         const { restaurant } = this.restaurant(ctx, a.restaurant_id);
-        const statuses = a.status as string[] | undefined;
+        // A status given twice is the same filter as given once (the seed allows either reading).
+        const statuses = a.status === undefined ? undefined : [...new Set(a.status as string[])];
         const items = [...s.orders.values()].filter((o) =>
           o.restaurant_id === restaurant.id
           && (!statuses || statuses.includes(o.status))
@@ -427,7 +428,8 @@ export class Chataigne {
     if (days < 1) throw new ToolError('INVALID_ARGUMENT', 'Invalid arguments: the range ends before it starts.');
     if (days > 366) throw new ToolError('INVALID_ARGUMENT', 'Invalid arguments: the range spans more than 366 days.');
     const granularity = (a.granularity as string | undefined) ?? 'day';
-    const metrics = a.metrics as string[];
+    // A metric asked twice is computed once ("eight metrics maximum" says nothing of repeats).
+    const metrics = [...new Set(a.metrics as string[])];
     const periodOf = (date: string): string => {
       if (granularity === 'month') return date.slice(0, 8) + '01' < from ? from : date.slice(0, 8) + '01';
       if (granularity === 'week') {

@@ -30,6 +30,7 @@ named_modes! {
         TransitionMismatchCode = "transition-mismatch-code", "PRE-3", "a transition the lifecycle forbids is refused with MCP_EXPECTED_STATE_MISMATCH";
         TransitionValidationCode = "transition-validation-code", "PRE-3", "a transition the lifecycle forbids is refused with MCP_INVALID_ARGUMENTS";
         MessageLimitClamp = "message-limit-clamp", "PAG-8", "a message_limit over 100 is clamped to 100 (the input schema sets no maximum)";
+        RepeatsAsOnce = "repeats-as-once", "LIM-1", "a status filter value or a metric given twice is served as if given once (no uniqueItems published)";
     }
 }
 
@@ -85,8 +86,16 @@ impl Variants {
     // --- protocol and envelope ---
 
     /// The input schema to publish and validate against: `schema` (the contract's, as the
-    /// defects left it), patched for `message-limit-clamp` (no maximum on `message_limit`).
+    /// defects left it), patched for `message-limit-clamp` (no maximum on `message_limit`) and
+    /// `repeats-as-once` (no `uniqueItems` on the status filter and the metrics).
     pub fn input_schema(&self, tool: ToolName, mut schema: Value) -> Value {
+        if self.has(Variant::RepeatsAsOnce) {
+            for pointer in ["/properties/status", "/properties/metrics"] {
+                if let Some(prop) = schema.pointer_mut(pointer).and_then(Value::as_object_mut) {
+                    prop.remove("uniqueItems");
+                }
+            }
+        }
         if self.has(Variant::MessageLimitClamp)
             && tool == ToolName::GetConversation
             && let Some(prop) = schema.pointer_mut("/properties/message_limit").and_then(Value::as_object_mut)

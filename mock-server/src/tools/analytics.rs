@@ -86,12 +86,15 @@ fn day_of(ts: &str) -> Option<i64> {
 pub fn get(call: &Call) -> Result<Output, ToolError> {
     let (from, to) = range(&call.args)?;
     let granularity = call.str("granularity").unwrap_or("day");
-    let metrics: Vec<&str> = call
+    let mut metrics: Vec<&str> = call
         .args
         .get("metrics")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    // A repeat reaches here only when the schema allows it (`repeats-as-once`): computed once.
+    let mut seen = std::collections::HashSet::new();
+    metrics.retain(|m| seen.insert(*m));
     let rid = call.restaurant_id()?;
     let data = call.app.store.read();
     let mut buckets: BTreeMap<i64, Acc> = BTreeMap::new();

@@ -457,3 +457,33 @@ fn the_binary_lists_variants_and_refuses_bad_ones() {
         stderr(&["--listen", "127.0.0.1:0", "--redis", "redis://127.0.0.1:1", "--variant", "sliding-log"]);
     assert!(redis.contains("--redis"), "{redis}");
 }
+
+// LIM-1 / PROTO-3, repeats-as-once
+#[tokio::test(flavor = "multi_thread")]
+async fn repeats_as_once_serves_a_repeated_status_or_metric_as_given_once_and_publishes_no_unique_items() {
+    let orders = |status: Value| json!({ "restaurant_id": "rst_central", "status": status, "limit": 50 });
+    let analytics = |metrics: Value| json!({ "restaurant_id": "rst_central", "metrics": metrics, "from": "2026-01-01", "to": "2026-01-31" });
+    let reference = start().await;
+    expect_error(
+        &reference.call("owner", "list_orders", orders(json!(["received", "received"]))).await,
+        ErrorCode::InvalidArguments,
+    );
+    expect_error(
+        &reference.call("owner", "get_analytics", analytics(json!(["orders_count", "orders_count"]))).await,
+        ErrorCode::InvalidArguments,
+    );
+
+    let server = with(&[Variant::RepeatsAsOnce]).await;
+    let once = server.call("owner", "list_orders", orders(json!(["received"]))).await;
+    let twice = server.call("owner", "list_orders", orders(json!(["received", "received"]))).await;
+    assert_eq!(twice.items("orders"), once.items("orders"));
+    let twice =
+        server.call("owner", "get_analytics", analytics(json!(["orders_count", "orders_count"]))).await;
+    assert_eq!(expect_ok(&twice)["metrics"], json!(["orders_count"]), "{}", twice.structured);
+    let tools = server.tools_list("owner").await;
+    for (tool, prop) in [("list_orders", "status"), ("get_analytics", "metrics")] {
+        let detail = tools.iter().find(|t| t["name"] == tool).expect("listed");
+        let schema = &detail["inputSchema"]["properties"][prop];
+        assert_eq!((schema.get("uniqueItems"), &schema["type"]), (None, &json!("array")), "{tool}: {schema}");
+    }
+}

@@ -252,22 +252,17 @@ async fn refused_any_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     rules::refused(w.last()?, 400..=499, "an HTTP 4xx").map_err(|m| failed(w, m))
 }
 
-/// The 2026-07-28 revision is the server's to serve: `server/discover` says whether it does. One
-/// call whose headers mirror its body must then be served, so the refusals that follow are the
-/// server reading the headers, not refusing everything.
+/// The 2026-07-28 revision is the server's to serve. `server/discover` says whether it does, but
+/// "not applicable" needs proof: one call whose headers mirror its body is sent either way. Served,
+/// the server is held to the header rules that follow (whatever `server/discover` said); refused,
+/// and `server/discover` not served either, the server does not serve the revision.
 #[given("the server serves protocol version 2026-07-28")]
 async fn serves_2026(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let mut client = w.fresh_client()?;
     let discover = client.request_2026("server/discover", json!({}), &[]).await;
-    let served = discover.result().is_some();
-    let summary = discover.summary();
+    let discovered = discover.result().is_some();
+    let discover_summary = discover.summary();
     w.record(discover);
-    if !served {
-        return Err(w.not_applicable(format!(
-            "the server does not serve protocol version 2026-07-28 (server/discover: {})",
-            crate::client::cut(&summary, 160)
-        )));
-    }
     let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
     let ex = client
         .request_2026(
@@ -276,13 +271,24 @@ async fn serves_2026(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             &[],
         )
         .await;
-    let ok = ex.result().is_some();
+    let served = ex.result().is_some();
+    let refused = ex.status().is_some_and(|s| (400..500).contains(&s)) || ex.rpc_error().is_some();
     w.record(ex);
     w.own_session = Some(client);
-    if ok {
-        Ok(())
-    } else {
-        Err(w.fail("a 2026-07-28 tools/call whose headers mirror its body, served", w.last()?.summary()))
+    match (served, discovered) {
+        (true, _) => Ok(()),
+        (false, false) if refused => Err(w.not_applicable(format!(
+            "the server does not serve protocol version 2026-07-28 (server/discover: {}; a 2026-07-28 tools/call refused: {})",
+            crate::client::cut(&discover_summary, 120),
+            crate::client::cut(&w.last()?.summary(), 120)
+        ))),
+        (false, false) => Err(w.fail(
+            "a 2026-07-28 tools/call served, or refused (HTTP 4xx or a JSON-RPC error) by a server that does not serve the revision",
+            w.last()?.summary(),
+        )),
+        (false, true) => {
+            Err(w.fail("a 2026-07-28 tools/call whose headers mirror its body, served", w.last()?.summary()))
+        }
     }
 }
 

@@ -10,6 +10,8 @@ mod error_reports;
 mod fake;
 mod fuzz;
 mod layers;
+mod proxied;
+mod proxy;
 mod rate_limits;
 mod reruns;
 mod runner;
