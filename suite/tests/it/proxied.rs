@@ -45,7 +45,13 @@ fn set_code(v: &mut Value, code: ErrorCode, keep_category: bool) {
 fn a_mislabelled_category_is_found_whatever_else_the_server_breaks() {
     let fault = Fault {
         response: Some(Box::new(|req: &Req, resp: &mut Resp| {
-            if !req.header("authorization").is_some_and(|a| a.ends_with("outsider")) {
+            // One persona, on the tools the matrix reaches last: after the ext findings of
+            // every earlier refusal.
+            let late = matches!(
+                req.tool(),
+                "update_order_status" | "set_restaurant_status" | "send_message" | "create_instruction"
+            );
+            if !late || !req.header("authorization").is_some_and(|a| a.ends_with("outsider")) {
                 return;
             }
             resp.edit_json(|v| {
@@ -147,12 +153,19 @@ fn a_cursor_refusal_with_another_code_fails_pag_6() {
 #[test]
 fn a_small_success_for_an_oversized_record_fails_lim_6() {
     let fault = Fault {
-        response: Some(Box::new(|_req: &Req, resp: &mut Resp| {
+        response: Some(Box::new(|req: &Req, resp: &mut Resp| {
+            // The owner's refusal stays right (a scenario of its own checks it).
+            if !req.header("authorization").is_some_and(|a| a.ends_with("manager") || a.ends_with("staff")) {
+                return;
+            }
             resp.edit_json(|v| {
                 if code_of(v) == Some(ErrorCode::OutputTooLarge.as_str())
                     && let Some(sc) = v.pointer_mut("/result/structuredContent")
                 {
-                    sc["data"] = json!({});
+                    // The record shortened to its id: a success within 128 KiB.
+                    sc["data"] = json!({ "transcript": { "id": "trs_huge" } });
+                    sc["meta"]["truncated"] = json!(false);
+                    sc["meta"]["replayed"] = json!(false);
                     v["result"]["isError"] = json!(false);
                 }
             });

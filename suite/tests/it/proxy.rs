@@ -98,7 +98,7 @@ pub fn start(defects: &[mock_server::Defect], fault: Fault) -> Proxied {
         move |listener, shutdown| async move {
             let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
                 let (fault, http, base) = (fault.clone(), http.clone(), base.clone());
-                async move { forward(req, &fault, &http, &base).await }
+                async move { forward(req, &fault, &http, &base, port).await }
             });
             let _ = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
         },
@@ -129,6 +129,7 @@ async fn forward(
     fault: &Fault,
     http: &reqwest::Client,
     base: &str,
+    port: u16,
 ) -> (StatusCode, HeaderMap, Vec<u8>) {
     let (parts, body) = req.into_parts();
     let body = axum::body::to_bytes(body, 4 << 20).await.unwrap_or_default();
@@ -143,8 +144,12 @@ async fn forward(
         Some(resp) => resp,
         None => {
             let mut out = http.request(parts.method, format!("{base}{}", req.path)).body(req.body.clone());
+            // The proxy's own Host becomes the reference's; any other (a foreign Host the suite
+            // sends on purpose, PROTO-5) goes through as sent.
+            let own_host = format!("127.0.0.1:{port}");
             for (name, value) in &req.headers {
-                if name != "host" && name != "content-length" {
+                let own = name == "host" && value.to_str().is_ok_and(|v| v == own_host);
+                if !own && name != "content-length" {
                     out = out.header(name, value);
                 }
             }
