@@ -15,6 +15,7 @@ pub mod caller;
 pub mod html;
 pub mod ids;
 pub mod junit;
+pub mod observed;
 pub mod oracle;
 pub mod races;
 pub mod rates;
@@ -184,6 +185,8 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
             elapsed_ms: 0,
             read_only: true,
             findings: vec![Finding::initialize(&target, fault.clause, &fault.detail)],
+            blocked: Vec::new(),
+            unjudged_calls: 0,
         };
         report.print(console);
         return Ok(report);
@@ -546,6 +549,8 @@ impl<'a> Engine<'a> {
                 return Ok(());
             }
             let mut observed = eval(&value);
+            // A refusal for the rate the caller gave up on, judged by LIM-2's rules.
+            observed.extend(self.caller.take_pending());
             for o in &mut observed {
                 o.replay = Some(replay(&value));
             }
@@ -619,6 +624,10 @@ impl<'a> Engine<'a> {
     }
 
     fn into_report(self, settings: &Settings) -> FuzzReport {
+        // LIM-2 faults of calls made outside a property (none is shrunk).
+        for o in self.caller.take_pending() {
+            self.file(o, false);
+        }
         let meter = self.caller.meter.borrow();
         FuzzReport {
             seed: self.seed,
@@ -627,7 +636,14 @@ impl<'a> Engine<'a> {
             elapsed_ms: meter.elapsed().as_millis(),
             read_only: !self.writes,
             findings: self.findings.take(),
+            blocked: self.caller.unjudged.blocked(),
+            unjudged_calls: self.caller.unjudged.calls(),
         }
+    }
+
+    /// `what` could not be judged, for `reason` (never a pass).
+    pub fn block(&self, why: observed::Why, what: &str, reason: String) {
+        self.caller.unjudged.block(why, what, reason);
     }
 }
 

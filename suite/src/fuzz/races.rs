@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use super::access::Group;
 use super::ids::IdKind;
-use super::oracle::{answered, error_code, succeeded};
+use super::observed::Why;
+use super::oracle::{answered, cut_unmarked, error_code, succeeded};
 use super::sequences::{Trail, status_of};
 use super::strategy::Pick;
 use super::{Call, Engine, Observed, Replay};
@@ -132,11 +133,23 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
             case.args.as_object().is_some_and(|a| a.keys().any(|k| k != "restaurant_id" && k != "limit"));
         let rule = if case.tool == "list_orders" && arg("restaurant_id") == Some(large.as_str()) && !filtered
         {
-            rules::unmarked_cut(&ex).map(|d| ("LIM-5", d)).or_else(|| {
-                walk_missed(engine, &mut trail, &case.tool, &case.args, &ex, &large).map(|d| ("LIM-5", d))
-            })
+            if let Some(d) = rules::unmarked_cut(&ex) {
+                Some(("LIM-5", d))
+            } else if let Some((detail, args, page)) =
+                walk_missed(engine, &mut trail, &case.tool, &case.args, &ex, &large)
+            {
+                // The page the walk found wrong, after the pages before it.
+                let mut out = vec![trail.observed("LIM-5", detail, &case.tool, &args, &page)];
+                out.extend(trail.checked(&case.tool, &case.args, &ex).unwrap_or_default());
+                return out;
+            } else {
+                None
+            }
         } else if case.tool.starts_with("list_") {
-            rules::untruncated_page(&ex).or_else(|| rules::page_refused_too_large(&ex)).map(|d| ("LIM-5", d))
+            rules::untruncated_page(&ex)
+                .or_else(|| rules::page_refused_too_large(&ex))
+                .or_else(|| cut_unmarked(&case.args, &ex))
+                .map(|d| ("LIM-5", d))
         } else if case.tool == "get_transcript" && arg("transcript_id") == Some(huge.as_str()) {
             rules::not_refused_too_large(&ex).map(|d| ("LIM-6", d))
         } else if case.tool == "get_transcript" {
@@ -156,8 +169,11 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
 }
 
 /// `the walk yields every order of … exactly once` from a first page `first` of `list_orders`
-/// of `restaurant`: the pages that follow (at most [`MAX_PAGES`]), and the dataset's orders of the
-/// restaurant the walk did not yield. `None`: every one, or a walk that did not end.
+/// of `restaurant`: the pages that follow (at most [`MAX_PAGES`]), each held to LIM-5's cut
+/// (`oracle::cut_unmarked`), and the dataset's orders of the restaurant the walk did not yield.
+/// `Some`: what was wrong, with the arguments and the page that showed it (the first page for
+/// orders missed). `None`: every one yielded; a walk that did not end (at the cap, or a page not
+/// served) is blocked, never passed.
 pub(super) fn walk_missed(
     engine: &Engine<'_>,
     trail: &mut Trail<'_, '_>,
@@ -165,16 +181,23 @@ pub(super) fn walk_missed(
     args: &Value,
     first: &Exchange,
     restaurant: &str,
-) -> Option<String> {
+) -> Option<(String, Value, Exchange)> {
     let ctx = engine.caller.ctx;
     let dataset_id = ctx.id_map.to_dataset(restaurant);
     let expected: Vec<String> =
         ctx.dataset.orders_of(&dataset_id).map(|o| ctx.id_map.to_server(&o.id)).collect();
     let mut walked = std::collections::HashSet::new();
     let mut page = first.clone();
+    let mut page_args = args.clone();
+    let what = format!("walk of {tool}");
     for _ in 0..MAX_PAGES {
         if !succeeded(&page) {
+            let reason = format!("a page of the walk was not served ({})", page.summary());
+            engine.block(Why::WalkFailed, &what, reason);
             return None;
+        }
+        if let Some(detail) = cut_unmarked(&page_args, &page) {
+            return Some((format!("{tool}: {detail}"), page_args, page));
         }
         let items = page
             .structured()
@@ -188,18 +211,21 @@ pub(super) fn walk_missed(
         let Some(next) = next.filter(|c| !c.is_empty()) else {
             let missed = rules::missed(&walked, &expected);
             return (!missed.is_empty()).then(|| {
-                format!(
+                let detail = format!(
                     "{tool}: a walk of every page missed {} of the {} orders the dataset has ({})",
                     missed.len(),
                     expected.len(),
                     missed.iter().take(3).copied().collect::<Vec<_>>().join(", ")
-                )
+                );
+                (detail, args.clone(), first.clone())
             });
         };
-        let mut next_args = args.clone();
-        next_args["cursor"] = json!(next);
-        page = trail.call(tool, &next_args)?;
+        page_args = args.clone();
+        page_args["cursor"] = json!(next);
+        page = trail.call(tool, &page_args)?;
     }
+    let reason = format!("the walk stopped at the fuzzer's cap of {MAX_PAGES} pages, before its last page");
+    engine.block(Why::WalkCapped, &what, reason);
     None
 }
 

@@ -10,6 +10,7 @@ use proptest::strategy::Union;
 use proptest::test_runner::TestRng;
 use serde_json::{Value, json};
 
+use super::observed::Why;
 use super::oracle::{self, Fault, answered, error_code, succeeded};
 use super::strategy::{self, Case, Pick};
 use super::{Call, Engine, Observed, Replay};
@@ -400,10 +401,18 @@ pub fn idempotency(
         if let Some(faults) = trail.checked(tool, args, &first) {
             return faults;
         }
+        let what = format!("idempotency of {tool}");
         if !succeeded(&first) {
-            // A refused first call stores nothing: nothing to replay.
+            // A refused first call stores nothing: nothing to replay. Arguments of another tenant
+            // are refused by rule (the draw's miss); any other refusal blocks the property,
+            // unless another of its cases gets past its first call.
+            if !oracle::names_foreign(&engine.resolver.pools, args) {
+                let reason = format!("the first keyed call was not served ({})", first.summary());
+                engine.caller.unjudged.block_unless_judged(Why::FirstCallFailed, &what, reason);
+            }
             return Vec::new();
         }
+        engine.caller.unjudged.judged(&what);
         let Some(again) = trail.call(tool, args) else { return Vec::new() };
         if let Some(faults) = trail.checked(tool, args, &again) {
             return faults;

@@ -10,6 +10,7 @@ use chataigne_contract::PROTOCOL_VERSIONS;
 use proptest::strategy::{Just, Strategy as _};
 use serde_json::{Value, json};
 
+use super::observed::Why;
 use super::oracle::Fault;
 use super::transcript::Replay;
 use super::{Engine, Observed, PERSONA};
@@ -30,6 +31,11 @@ const ORIGINS: [&str; 4] = [
     "null",
 ];
 const FOREIGN_HOST: &str = "attacker.example";
+/// The probes of a foreign Origin or Host on a tools/call inside an initialized session.
+const ORIGIN_CALL: &str = "origin on tools/call ";
+const HOST_CALL: &str = "host on tools/call ";
+/// The tool and arguments those probes call (`protocol.feature`'s).
+const CALLED: &str = "list_organizations";
 /// `protocol.feature`'s method no server has (`the answer is the JSON-RPC error -32601`).
 const UNKNOWN_METHOD: &str = "orders/teleport";
 /// `protocol.feature`'s body that is not JSON: a request cut before its closing brace.
@@ -107,6 +113,10 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(MIRROR_CASES.iter().map(|(case, _)| format!("mirror {case}")));
     out.extend(ORIGINS.iter().map(|o| format!("origin {o}")));
     out.push(format!("host {FOREIGN_HOST}"));
+    // PROTO-5 past the handshake: a check on `initialize` only lets a page that learned a
+    // session call every tool.
+    out.extend(ORIGINS.iter().map(|o| format!("{ORIGIN_CALL}{o}")));
+    out.push(format!("{HOST_CALL}{FOREIGN_HOST}"));
     out.push("no token".to_owned());
     if engine.caller.can_call_as("other_audience") {
         out.push("other audience".to_owned());
@@ -144,11 +154,24 @@ fn send<F: std::future::Future<Output = Exchange>>(engine: &Engine<'_>, f: F) ->
     ex
 }
 
-/// A session of the owner (one request): `None` when it cannot be had (nothing to judge).
-fn session(engine: &Engine<'_>) -> Option<McpClient> {
-    let mut client = engine.caller.ctx.client(PERSONA)?;
-    send(engine, client.initialize());
-    client.is_initialized().then_some(client)
+/// A session of the owner (one request) for the probe `name`: `None` when it cannot be had,
+/// and the probe is then blocked (nothing to judge is never a pass).
+fn session(engine: &Engine<'_>, name: &str) -> Option<McpClient> {
+    let Some(mut client) = engine.caller.ctx.client(PERSONA) else {
+        engine.block(
+            Why::NoSession,
+            &format!("probe {name}"),
+            format!("the profile has no token for `{PERSONA}`"),
+        );
+        return None;
+    };
+    let ex = send(engine, client.initialize());
+    if !client.is_initialized() {
+        let reason = format!("initialize as `{PERSONA}` failed ({})", ex.summary());
+        engine.block(Why::NoSession, &format!("probe {name}"), reason);
+        return None;
+    }
+    Some(client)
 }
 
 fn owner_client(engine: &Engine<'_>) -> Option<McpClient> {
@@ -236,19 +259,19 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     let restaurant = ctx.id_map.to_server(&ctx.dataset.landmarks.busy_restaurant);
     if let Some(id) = name.strip_prefix("id ") {
         let Ok(id) = serde_json::from_str::<Value>(id) else { return Vec::new() };
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let body = read_body(&id, |_| ());
         let ex = send(engine, client.post_raw(body.to_string().into_bytes(), None, &[]));
         return judged("PROTO-2", "list_organizations", ex.clone(), rules::carries_id(&ex, &id));
     }
     if name == "notification" {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let (method, params) = rules::unanswerable_notification();
         let ex = send(engine, client.notify(method, params));
         return judged("PROTO-1", method, ex.clone(), rules::accepted(&ex));
     }
     if let Some(v) = name.strip_prefix("version header ") {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let header = [("MCP-Protocol-Version".to_owned(), v.to_owned())];
         let ex = send(engine, client.request_with("tools/list", json!({}), &header));
         return judged("PROTO-1", "tools/list", ex.clone(), rules::refused_with_status(&ex, 400));
@@ -267,7 +290,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return vec![Judged { clause: "PROTO-1", choice, tool: "initialize".to_owned(), ex, miss }];
     }
     if name == "catalogue" {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.request("tools/list", json!({})));
         let listed: Vec<&str> =
             ctx.published.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
@@ -276,7 +299,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     if let Some(&CatalogueRule { clause, choice, rule, .. }) = catalogue_rule(name) {
         // Judged on the whole catalogue the preflight listed (every page): the request is the
         // one a reproduction sends.
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.request("tools/list", json!({})));
         let problems = catalogue::problems(&ctx.published.tools, rule);
         let miss = (!problems.is_empty())
@@ -285,12 +308,12 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return vec![Judged { clause, choice, tool: "tools/list".to_owned(), ex, miss }];
     }
     if let Some(method) = name.strip_prefix("method ") {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.request(method, json!({})));
         return judged("PROTO-2", method, ex.clone(), rules::rpc_error(&ex, -32601));
     }
     if name == "not json" {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.post_raw(NOT_JSON.as_bytes().to_vec(), None, &[]));
         let rule = rules::refused_with_rpc_code(&ex, -32700);
         return judged_choice("PROTO-2", "jsonrpc-error-codes", "(not JSON)", ex, rule);
@@ -332,6 +355,17 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         let ex = send(engine, client.request_2026("tools/call", params, &[change]));
         return judged("PROTO-1", "get_restaurant", ex.clone(), rules::refused_with_status(&ex, 400));
     }
+    if let Some((header, value)) = on_call(name) {
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
+        let params = json!({ "name": CALLED, "arguments": {} });
+        let headers = [(header.to_owned(), value.to_owned())];
+        let ex = send(engine, client.request_with("tools/call", params, &headers));
+        if header == "Origin" {
+            return judged("PROTO-5", CALLED, ex.clone(), rules::status_is(&ex, 403));
+        }
+        let rule = rules::refused_4xx_host(&ex);
+        return judged_choice("PROTO-5", "host-validation", CALLED, ex, rule);
+    }
     if let Some(origin) = name.strip_prefix("origin ") {
         let Some(mut client) = owner_client(engine) else { return Vec::new() };
         let header = [("Origin".to_owned(), origin.to_owned())];
@@ -357,7 +391,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return judged("AUTH-2", "initialize", ex.clone(), rules::bearer_challenge(&ex).map(drop));
     }
     if let Some(size) = name.strip_prefix("body ").and_then(|s| s.parse::<usize>().ok()) {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let id = client.take_id();
         let Ok(bytes) = rules::sized_tools_call(id, &restaurant, size) else { return Vec::new() };
         let mut ex = send(engine, client.post_raw(bytes, Some(id), &[]));
@@ -370,7 +404,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return judged("LIM-7", "search_transcripts", ex, rule);
     }
     if let Some(body) = envelope_body(name) {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.post_raw(body.to_string().into_bytes(), None, &[]));
         return match name {
             "jsonrpc missing" | "jsonrpc 1.0" => {
@@ -386,6 +420,14 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         };
     }
     Vec::new()
+}
+
+/// A probe on a tools/call: the header it sends and its value.
+fn on_call(name: &str) -> Option<(&'static str, &str)> {
+    if let Some(origin) = name.strip_prefix(ORIGIN_CALL) {
+        return Some(("Origin", origin));
+    }
+    name.strip_prefix(HOST_CALL).map(|host| ("Host", host))
 }
 
 /// The steps of the scenario that states a probe's rule (after `Given the persona`, which the
@@ -480,6 +522,20 @@ pub fn scenario(name: &str) -> Vec<String> {
             out.push(s("Then the request is refused with HTTP 400 and not served"));
         }
         return out;
+    }
+    if let Some((header, value)) = on_call(name) {
+        let then = if header == "Origin" {
+            "Then the HTTP status is 403"
+        } else {
+            "Then the request is refused with a 4xx status, 403 by the reference's choice"
+        };
+        return vec![
+            owner,
+            s(&format!(
+                "When they call \"{CALLED}\" in their session with the header \"{header}\" set to \"{value}\""
+            )),
+            s(then),
+        ];
     }
     if let Some(origin) = name.strip_prefix("origin ") {
         return vec![
