@@ -11,9 +11,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use super::Observed;
 use super::budget::Meter;
-use super::observed::{Unjudged, Why};
+use super::observed::{Observed, Unjudged, Why};
 use crate::client::{Exchange, McpClient};
 use crate::context::RunContext;
 

@@ -5,6 +5,10 @@
 use std::cell::{Cell, RefCell};
 
 use serde::Serialize;
+use serde_json::Value;
+
+use super::cases::Replay;
+use crate::client::Exchange;
 
 /// Why something could not be judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -81,4 +85,61 @@ impl Unjudged {
     pub fn blocked(&self) -> Vec<Blocked> {
         self.blocked.borrow().clone()
     }
+}
+
+/// The persona calls are made as: the owner reaches every tool of the home organization.
+pub const PERSONA: &str = "owner";
+
+/// One broken rule, seen on one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    pub clause: &'static str,
+    pub detail: String,
+}
+
+/// One failure on one call, before it becomes a finding.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub fault: Fault,
+    /// Who made the failing call.
+    pub persona: String,
+    pub tool: String,
+    pub args: Value,
+    pub mutation: Option<String>,
+    pub ex: Exchange,
+    /// The calls of a sequence before this one.
+    pub before: Vec<Call>,
+    /// The case that failed, as `replay` runs it again (set by `run_property`).
+    pub replay: Option<Replay>,
+    /// The request is not a tools/call the finding can build again from `tool` and `args` (a
+    /// transport probe): the request is the one the exchange sent, headers and all.
+    pub raw: bool,
+    /// The reference choice the failure is a difference from: counted at the full level only.
+    pub choice: Option<&'static str>,
+}
+
+impl Observed {
+    pub fn new(fault: Fault, persona: &str, tool: &str, args: &Value, ex: &Exchange) -> Observed {
+        Observed {
+            fault,
+            persona: persona.to_owned(),
+            tool: tool.to_owned(),
+            args: args.clone(),
+            mutation: None,
+            ex: ex.clone(),
+            before: Vec::new(),
+            replay: None,
+            raw: false,
+            choice: None,
+        }
+    }
+}
+
+/// One call of a sequence, and its answer (`None`: the budget ran out before it).
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub persona: String,
+    pub tool: String,
+    pub args: Value,
+    pub ex: Option<Exchange>,
 }

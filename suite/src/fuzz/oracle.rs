@@ -7,17 +7,11 @@ use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, MAX_MESSAGE_LIMIT
 use serde_json::Value;
 
 use super::ids::Pools;
+pub use super::observed::Fault;
 use super::schema::{Mutation, Tool};
 use super::strategy::Case;
 use crate::client::Exchange;
 use crate::context::RunContext;
-
-/// One broken rule, seen on one call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fault {
-    pub clause: &'static str,
-    pub detail: String,
-}
 
 fn fault(clause: &'static str, detail: String) -> Fault {
     Fault { clause, detail }

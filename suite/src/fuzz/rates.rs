@@ -11,30 +11,19 @@ use std::time::Instant;
 use chataigne_contract::{Kind, ToolName};
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::access::Group;
+pub use super::cases::RateCase;
+use super::cases::{Group, Replay};
+use super::engine::{Engine, rng};
+use super::observed::Observed;
 use super::observed::Why;
 use super::oracle::Fault;
-use super::{Engine, Observed, Replay};
 use crate::client::{Exchange, McpClient};
 use crate::rate_verdict::{self, Answer, Call, IN_FLIGHT, Verdict};
 
 /// The longest a burst goes on without a refusal: a server slower than this is not judged.
 const MAX_BURST_S: f64 = 30.0;
-
-/// A burst's pair, and the calls that follow it once it is refused.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RateCase {
-    pub persona: String,
-    pub tool: String,
-    pub args: Value,
-    /// (persona, tool, arguments): the same persona on another tool, other personas on the tool.
-    pub others: Vec<(String, String, Value)>,
-    /// Calls of the pair the run made before the burst.
-    pub prior: u64,
-}
 
 /// The burst's pair: an allowed read row of the access tables, by another persona than the
 /// fuzzer's, the one the run called least; `None` when there is none.
@@ -149,7 +138,7 @@ fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<Burst> {
 pub fn run(engine: &Engine<'_>, fixed: Option<RateCase>) -> bool {
     let Some(case) = fixed.or_else(|| case(engine)) else { return false };
     let replay = |c: &RateCase| Replay::Rates(c.clone());
-    let rng = super::rng(engine.seed, 0, 5 << 32);
+    let rng = rng(engine.seed, 0, 5 << 32);
     engine.run_rows(vec![case], rng, &replay, &|case| judge(engine, case))
 }
 

@@ -5,12 +5,11 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Observed;
-use super::observed::Blocked;
-use super::transcript::{Replay, Step};
+use super::cases::Replay;
+use super::observed::{Blocked, Observed, PERSONA};
 use crate::client::Exchange;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -50,6 +49,19 @@ pub struct Finding {
     /// Every call of the reproduction and its answer: the transcript `--out` writes.
     #[serde(skip)]
     pub calls: Vec<Step>,
+}
+
+/// One call of a finding and the answer received.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Who called: `replay` takes the token of this persona from the profile.
+    pub persona: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The JSON-RPC request body.
+    pub request: Value,
+    /// The JSON-RPC answer (tokens masked), or `{"no_answer": why}`.
+    pub response: Value,
 }
 
 /// The context a reproduction needs.
@@ -162,7 +174,7 @@ impl Finding {
         Finding {
             clause,
             tool: "initialize".to_owned(),
-            persona: super::PERSONA.to_owned(),
+            persona: PERSONA.to_owned(),
             arguments: Value::Null,
             detail: detail.to_owned(),
             mutation: None,
@@ -288,7 +300,7 @@ impl FuzzReport {
         for (i, f) in self.findings.iter().enumerate() {
             // The detail names the tool.
             let _ = writeln!(console, "\nfinding {} [{}] {}", i + 1, f.clause, f.detail);
-            if f.persona != super::PERSONA {
+            if f.persona != PERSONA {
                 let _ = writeln!(console, "  persona: {}", f.persona);
             }
             if let Some(m) = &f.mutation {

@@ -10,10 +10,11 @@ use chataigne_contract::PROTOCOL_VERSIONS;
 use proptest::strategy::{Just, Strategy as _};
 use serde_json::{Value, json};
 
+use super::cases::Replay;
+use super::engine::{Engine, rng};
 use super::observed::Why;
+use super::observed::{Observed, PERSONA};
 use super::oracle::Fault;
-use super::transcript::Replay;
-use super::{Engine, Observed, PERSONA};
 use crate::client::{Exchange, McpClient, PROTOCOL_VERSION};
 use crate::rules::catalogue;
 use crate::rules::transport::{self as rules, MIRROR_CASES, Miss};
@@ -138,7 +139,7 @@ pub fn run(engine: &Engine<'_>, fixed: Option<&str>) -> bool {
             break;
         }
         let replay = |p: &String| Replay::Transport { probe: p.clone() };
-        let rng = super::rng(engine.seed, 0, (2 << 32) + i as u64);
+        let rng = rng(engine.seed, 0, (2 << 32) + i as u64);
         failed |= engine.run_property(Just(name).boxed(), 1, 0, rng, &replay, &|p| probe(engine, p));
     }
     failed
