@@ -396,7 +396,8 @@ fn run<Out: io::Write + 'static>(opts: CucumberOpts<RunArgs>, console: Out) -> a
     Ok(Outcome { code: report.exit_code(args.require_all), error: None, report: Some(report) })
 }
 
-/// `fuzz`: exit 0 without a finding, 1 with findings; `Err` is exit code 2.
+/// `fuzz`: exit 0 without a finding, 1 with findings, 2 without one when calls were blocked or
+/// nothing was judged; `Err` is exit code 2.
 fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Outcome> {
     for path in [&args.report_json, &args.junit, &args.html].into_iter().flatten() {
         create_parent(path)?;
@@ -453,7 +454,8 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
             level.as_str()
         );
     }
-    let code = if counted.is_empty() { 0 } else { 1 };
+    // As in a run: what could not be judged is no verdict (exit code 2), never a pass.
+    let code = report.exit_code(counted.len());
     Ok(Outcome { code, error: None, report: None })
 }
 

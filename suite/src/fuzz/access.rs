@@ -6,50 +6,24 @@
 //! their request_id` judges it).
 
 use proptest::test_runner::TestRng;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::caller::Caller;
+use super::cases::Replay;
+pub use super::cases::{AccessCase, Group};
+use super::engine::Engine;
+use super::observed::{Call, Observed};
 use super::oracle::{self, Fault, succeeded};
 use super::schema::Tool;
 use super::strategy::Case;
-use super::{Call, Engine, Observed, Replay};
 use crate::client::Exchange;
 use crate::context::RunContext;
 use crate::matrices::{self, Check};
 use chataigne_contract::codes::ErrorCode;
 
-/// Rows by the first check they fail (AUTH-8's order), or allowed: one property each, so a
-/// defect in one table is met within a few draws.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Group {
-    Scope,
-    Membership,
-    Role,
-    /// A membership the dataset revokes (AUTH-7).
-    Revoked,
-    Allowed,
-}
-
 impl Group {
     pub const ALL: [Group; 5] =
         [Group::Scope, Group::Membership, Group::Role, Group::Revoked, Group::Allowed];
-}
-
-/// One row of the tables: `persona` calls `tool` with `arguments` (the server's IDs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AccessCase {
-    pub persona: String,
-    pub tool: String,
-    pub arguments: Value,
-    /// The clauses of the checks the row fails, AUTH-8's order first (empty: allowed).
-    pub refused_by: Vec<String>,
-    /// The codes a refusal may carry: one per failing check.
-    pub codes: Vec<String>,
-    /// The row fails the membership table: its refusal is compared with a nonexistent record's.
-    pub foreign: bool,
-    pub group: Group,
 }
 
 /// The rows this server can be called with: personas with a token, tools it publishes (writes

@@ -1,6 +1,8 @@
 //! Calls made on behalf of proptest's synchronous properties: one current-thread runtime, one
 //! initialized session, the budget counted on every call, and a rate-limit refusal waited out
 //! (bounded) instead of judged: MCP_RATE_LIMITED is the server protecting itself, not a finding.
+//! A call still refused after the retries is judged by LIM-2's rules on a refusal (a finding when
+//! one breaks) and is otherwise *blocked*: never a pass (`observed`).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -10,6 +12,7 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use super::budget::Meter;
+use super::observed::{Observed, Unjudged, Why};
 use crate::client::{Exchange, McpClient};
 use crate::context::RunContext;
 
@@ -31,6 +34,10 @@ pub struct Caller<'a> {
     pub trace: bool,
     /// Tool calls made so far, by persona and tool: what a rate window may already hold.
     pub tally: RefCell<BTreeMap<(String, String), u64>>,
+    /// What could not be judged, and why.
+    pub unjudged: Unjudged,
+    /// LIM-2 faults of refusals the retries did not get past, until a property takes them.
+    pending: RefCell<Vec<Observed>>,
 }
 
 impl<'a> Caller<'a> {
@@ -57,6 +64,8 @@ impl<'a> Caller<'a> {
             persona: persona.to_owned(),
             trace: std::env::var_os("CHATAIGNE_FUZZ_TRACE").is_some(),
             tally: RefCell::new(BTreeMap::new()),
+            unjudged: Unjudged::default(),
+            pending: RefCell::new(Vec::new()),
         })
     }
 
@@ -65,7 +74,7 @@ impl<'a> Caller<'a> {
     }
 
     /// One tool call, counted; `None` once the budget is spent or while the server keeps
-    /// answering MCP_RATE_LIMITED (nothing to judge either way).
+    /// answering MCP_RATE_LIMITED (the refusal judged by LIM-2's rules, else the call blocked).
     pub fn call(&self, tool: &str, args: &Value) -> Option<Exchange> {
         self.call_as(&self.persona.clone(), tool, args)
     }
@@ -81,8 +90,10 @@ impl<'a> Caller<'a> {
         if persona != self.persona && !self.others.borrow().contains_key(persona) {
             let mut client = self.ctx.client(persona)?;
             self.meter.borrow_mut().calls += 1;
-            self.runtime.block_on(client.initialize());
+            let ex = self.runtime.block_on(client.initialize());
             if !client.is_initialized() {
+                let reason = format!("initialize as `{persona}` failed: {}", ex.summary());
+                self.unjudged.block(Why::NoSession, &format!("session of `{persona}`"), reason);
                 return None;
             }
             self.others.borrow_mut().insert(persona.to_owned(), client);
@@ -107,6 +118,7 @@ impl<'a> Caller<'a> {
             }
             let Some(wait) = rate_limited(&ex) else { return Some(ex) };
             if attempt == RATE_RETRIES {
+                self.gave_up(persona, tool, args, &ex);
                 break;
             }
             // Never past the end of a time budget.
@@ -115,6 +127,28 @@ impl<'a> Caller<'a> {
             self.runtime.block_on(async { tokio::time::sleep(wait).await });
         }
         None
+    }
+
+    /// A call still refused for its rate after the retries: a refusal that breaks LIM-2's rules
+    /// is a finding (kept until a property takes it), one that breaks none but a reference
+    /// choice blocks the call; the call is unjudged either way.
+    fn gave_up(&self, persona: &str, tool: &str, args: &Value, ex: &Exchange) {
+        self.unjudged.count_call();
+        let who = format!("{tool} as `{persona}`");
+        let faults = super::oracle::rate_refusal(&who, ex);
+        if faults.iter().all(|(_, choice)| choice.is_some()) {
+            let reason = format!("still refused for its rate after {RATE_RETRIES} waits ({})", ex.summary());
+            self.unjudged.block(Why::RateLimited, &who, reason);
+        }
+        let mut pending = self.pending.borrow_mut();
+        for (fault, choice) in faults {
+            pending.push(Observed { choice, ..Observed::new(fault, persona, tool, args, ex) });
+        }
+    }
+
+    /// The LIM-2 faults of refusals given up on since the last time.
+    pub fn take_pending(&self) -> Vec<Observed> {
+        self.pending.take()
     }
 
     /// Calls sent at the same time, each through a fresh session of its persona (initialized
@@ -140,6 +174,8 @@ impl<'a> Caller<'a> {
             },
         )));
         if !clients.iter().all(McpClient::is_initialized) {
+            let reason = "a session for the calls at once could not be initialized".to_owned();
+            self.unjudged.block(Why::NoSession, "calls at once", reason);
             return None;
         }
         let runs = clients
@@ -152,7 +188,16 @@ impl<'a> Caller<'a> {
                 eprintln!("{tool} {args} (at once) -> {}", ex.summary());
             }
         }
-        answers.iter().all(|ex| rate_limited(ex).is_none()).then_some(answers)
+        if let Some(limited) = answers.iter().find(|ex| rate_limited(ex).is_some()) {
+            let what = calls.iter().map(|(_, tool, _)| tool.as_str()).collect::<Vec<_>>().join(", ");
+            let reason = format!("calls at once refused for their rate ({})", limited.summary());
+            self.unjudged.block(Why::RateLimited, &format!("at once: {what}"), reason);
+            for _ in calls {
+                self.unjudged.count_call();
+            }
+            return None;
+        }
+        Some(answers)
     }
 
     /// The bearer token of the persona, for the ENV-6 echo check only (never shown).
@@ -175,10 +220,10 @@ impl<'a> Caller<'a> {
 
 /// How long the server asks to wait, when it refused the call for its rate limit.
 fn rate_limited(ex: &Exchange) -> Option<Duration> {
-    let error = ex.structured()?.pointer("/data/error")?;
-    if error.get("code").and_then(Value::as_str) != Some("MCP_RATE_LIMITED") {
+    if crate::rules::rate_answer(ex, false) != crate::rate_verdict::Answer::Limited {
         return None;
     }
+    let error = ex.structured()?.pointer("/data/error")?;
     let ms = error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000);
     Some(Duration::from_millis(ms.max(10)))
 }

@@ -33,7 +33,18 @@ pub fn render(report: &FuzzReport, level: Level) -> String {
         report.elapsed_ms as f64 / 1000.0,
         if report.read_only { " · read-only (no write tool was called)" } else { "" }
     );
-    let (tone, head) = if counted == 0 && differences == 0 {
+    let unjudged = !report.blocked.is_empty() || report.nothing_judged();
+    let (tone, head) = if counted == 0 && unjudged {
+        (
+            "stopped",
+            format!(
+                "No verdict: {} blocked reason(s), {} call(s) unjudged{}",
+                report.blocked.len(),
+                report.unjudged_calls,
+                if report.nothing_judged() { ", nothing was judged" } else { "" }
+            ),
+        )
+    } else if counted == 0 && differences == 0 {
         ("ok", "No finding: every rule the fuzzer judges held".to_owned())
     } else if counted == 0 {
         (
@@ -100,6 +111,24 @@ pub fn render(report: &FuzzReport, level: Level) -> String {
         );
     }
     let _ = writeln!(body, "</table>");
+
+    if !report.blocked.is_empty() {
+        let _ = writeln!(
+            body,
+            "<h2 id=\"blocked\">Blocked: not judged</h2>\n<table>\n<tr><th>Why</th><th>What</th><th>Times</th><th>Reason</th></tr>"
+        );
+        for b in &report.blocked {
+            let _ = writeln!(
+                body,
+                "<tr class=\"blocked\"><td class=\"id\">{}</td><td>{}</td><td>{}</td><td class=\"detail\">{}</td></tr>",
+                esc(&format!("{:?}", b.why)),
+                esc(&b.what),
+                b.times,
+                esc(&b.reason)
+            );
+        }
+        let _ = writeln!(body, "</table>");
+    }
 
     if !report.findings.is_empty() {
         let _ = writeln!(body, "<h2 id=\"findings\">Findings</h2>");
@@ -218,6 +247,8 @@ mod tests {
             elapsed_ms: 420,
             read_only: false,
             findings,
+            blocked: Vec::new(),
+            unjudged_calls: 0,
         }
     }
 
@@ -246,6 +277,23 @@ mod tests {
         assert!(!seed.contains("<tr class=\"failed\">"), "{seed}");
         let full = render(&report(vec![finding("PAG-2", "limit 51 accepted")]), Level::Full);
         assert!(full.contains("<tr class=\"failed\">"), "{full}");
+    }
+
+    #[test]
+    fn a_run_with_blocked_calls_and_no_finding_is_no_verdict() {
+        let mut r = report(Vec::new());
+        r.blocked.push(super::super::observed::Blocked {
+            why: super::super::observed::Why::RateLimited,
+            what: "list_orders as `owner`".to_owned(),
+            reason: "still refused <for> its rate".to_owned(),
+            times: 3,
+        });
+        r.unjudged_calls = 3;
+        let page = render(&r, Level::Full);
+        assert!(page.contains("class=\"verdict stopped\""), "{page}");
+        assert!(!page.contains("No finding"), "{page}");
+        assert!(page.contains("still refused &lt;for&gt; its rate"), "{page}");
+        assert_eq!(r.exit_code(0), 2);
     }
 
     #[test]

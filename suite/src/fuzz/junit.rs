@@ -1,6 +1,7 @@
 //! `fuzz --junit FILE`: a JUnit report for CI. A testcase per clause the fuzzer judged, named
 //! and classed by the clause; a clause with findings has one testcase per finding, each with
-//! one failure holding the request, the response, the request_id and what was wrong.
+//! one failure holding the request, the response, the request_id and what was wrong; each reason
+//! calls were blocked is a testcase with an error, so a run that judged nothing fails CI.
 
 use std::fmt::Write as _;
 
@@ -66,10 +67,32 @@ pub fn render(report: &FuzzReport) -> String {
             );
         }
     }
+    // What could not be judged: an error each, never a passed testcase.
+    let mut errors = 0;
+    for b in &report.blocked {
+        errors += 1;
+        let _ = writeln!(
+            cases,
+            "    <testcase classname=\"blocked\" name=\"blocked: {what}\" time=\"0\">\n      <error type=\"{why:?}\" message=\"{msg}\">{times} time(s)</error>\n    </testcase>",
+            what = escape(&b.what),
+            why = b.why,
+            msg = escape(&b.reason),
+            times = b.times,
+        );
+    }
+    if report.nothing_judged() {
+        errors += 1;
+        let _ = writeln!(
+            cases,
+            "    <testcase classname=\"blocked\" name=\"nothing judged\" time=\"0\">\n      <error type=\"NothingJudged\" message=\"{} call(s), {} unjudged\"/>\n    </testcase>",
+            report.calls, report.unjudged_calls
+        );
+    }
+    tests += errors;
     let failures = report.findings.len();
     let time = report.elapsed_ms as f64 / 1000.0;
     format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"chataigne-conformance fuzz\" tests=\"{tests}\" failures=\"{failures}\" time=\"{time:.3}\">\n  <testsuite name=\"fuzz seed {seed} budget {budget}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.3}\">\n{cases}  </testsuite>\n</testsuites>\n",
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"chataigne-conformance fuzz\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time:.3}\">\n  <testsuite name=\"fuzz seed {seed} budget {budget}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time:.3}\">\n{cases}  </testsuite>\n</testsuites>\n",
         seed = report.seed,
         budget = escape(&report.budget),
     )

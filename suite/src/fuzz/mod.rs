@@ -4,17 +4,23 @@
 //! cursors, idempotency and preconditions (`sequences`), and each failure is shrunk by proptest
 //! to a minimal reproduction (`report`). A seed reproduces a run against the same server.
 //!
-//! Files: `budget` (how much to do), `ids` (dataset IDs by argument), `schema` (what to
-//! generate from, which mutations, which clause), `strategy` (proptest strategies), `caller`
-//! (synchronous calls, budget, rate limits), `oracle` (judging a call), `sequences`, `races`
-//! (across sessions, clients and users; the largest records; the control API), `report`.
+//! Files, bottom first (ARCHITECTURE.md's fuzz layers): `budget` (how much to do), `ids`
+//! (dataset IDs by argument), `schema` (what to generate from, which mutations, which clause),
+//! `strategy` (proptest strategies), `cases` (what each property replays), `observed` (a failure
+//! before it is a finding; what was blocked), `oracle` (judging a call), `caller` (synchronous
+//! calls, budget, rate limits), `report`, `engine` (running one property), the properties
+//! (`access`, `sequences`, `races` across sessions, clients and users, `rates`, `transport`),
+//! `transcript`, `replay`; here, the plan of properties and `run`.
 
 pub mod access;
 pub mod budget;
 pub mod caller;
+pub mod cases;
+pub mod engine;
 pub mod html;
 pub mod ids;
 pub mod junit;
+pub mod observed;
 pub mod oracle;
 pub mod races;
 pub mod rates;
@@ -26,31 +32,24 @@ pub mod strategy;
 pub mod transcript;
 pub mod transport;
 
-use std::cell::{Cell, RefCell};
 use std::fmt::Debug;
 use std::io::Write;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use proptest::strategy::{BoxedStrategy, Just, Strategy as _};
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::strategy::{Just, Strategy as _};
+use proptest::test_runner::{Config, TestRng, TestRunner};
 use serde_json::Value;
 
 use self::budget::{Budget, Meter};
 use self::caller::Caller;
-use self::oracle::Fault;
+pub use self::cases::Replay;
+pub use self::engine::{Engine, MAX_SHRINK_ITERS, rng};
+pub use self::observed::{Call, Observed, PERSONA};
 use self::report::{Finding, FuzzReport};
-use self::schema::{Target, Tool};
-use self::strategy::{Case, Resolver};
-pub use self::transcript::Replay;
-use crate::client::Exchange;
-use crate::context::RunContext;
+use self::schema::Target;
+use self::strategy::Case;
 use crate::profile::Profile;
 
-/// The persona calls are made as: the owner reaches every tool of the home organization.
-pub const PERSONA: &str = "owner";
-/// Shrinking steps per finding at most (each is a call, or a sequence of calls).
-const MAX_SHRINK_ITERS: u32 = 48;
 /// Rounds over every property at most: a budget of time on a fast server ends long before.
 const MAX_ROUNDS: u64 = 10_000;
 
@@ -61,53 +60,6 @@ pub struct Settings {
     /// The server's state is thrown away after the run (`--embedded`): writes may be fuzzed
     /// without a control API.
     pub disposable: bool,
-}
-
-/// One failure on one call, before it becomes a finding.
-#[derive(Debug, Clone)]
-pub struct Observed {
-    pub fault: Fault,
-    /// Who made the failing call.
-    pub persona: String,
-    pub tool: String,
-    pub args: Value,
-    pub mutation: Option<String>,
-    pub ex: Exchange,
-    /// The calls of a sequence before this one.
-    pub before: Vec<Call>,
-    /// The case that failed, as `replay` runs it again (set by `run_property`).
-    pub replay: Option<Replay>,
-    /// The request is not a tools/call the finding can build again from `tool` and `args` (a
-    /// transport probe): the request is the one the exchange sent, headers and all.
-    pub raw: bool,
-    /// The reference choice the failure is a difference from: counted at the full level only.
-    pub choice: Option<&'static str>,
-}
-
-impl Observed {
-    pub fn new(fault: Fault, persona: &str, tool: &str, args: &Value, ex: &Exchange) -> Observed {
-        Observed {
-            fault,
-            persona: persona.to_owned(),
-            tool: tool.to_owned(),
-            args: args.clone(),
-            mutation: None,
-            ex: ex.clone(),
-            before: Vec::new(),
-            replay: None,
-            raw: false,
-            choice: None,
-        }
-    }
-}
-
-/// One call of a sequence, and its answer (`None`: the budget ran out before it).
-#[derive(Debug, Clone)]
-pub struct Call {
-    pub persona: String,
-    pub tool: String,
-    pub args: Value,
-    pub ex: Option<Exchange>,
 }
 
 /// What a round runs: one property.
@@ -184,6 +136,8 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
             elapsed_ms: 0,
             read_only: true,
             findings: vec![Finding::initialize(&target, fault.clause, &fault.detail)],
+            blocked: Vec::new(),
+            unjudged_calls: 0,
         };
         report.print(console);
         return Ok(report);
@@ -198,7 +152,8 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
     }
     let meter = Meter::new(settings.budget);
     let caller = Caller::new(&ctx, &runtime, PERSONA, meter)?;
-    let engine = Engine::new(&ctx, caller, settings.seed, writes);
+    let mut engine = Engine::new(&ctx, caller, settings.seed, writes);
+    engine.access = access::cases(&ctx, &engine.caller, &engine.tools);
     engine.fuzz();
     if writes && let Some(control) = &ctx.control {
         // The fuzzer's writes must not leak into the next run (or the next suite run).
@@ -209,54 +164,12 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
     if let Some(reason) = engine.broken.take() {
         anyhow::bail!("the fuzzer failed (a bug of the suite, please report it): {reason}");
     }
-    let report = engine.into_report(settings);
+    let report = engine.into_report(settings.budget.to_string());
     report.print(console);
     Ok(report)
 }
 
-pub struct Engine<'a> {
-    pub caller: Caller<'a>,
-    pub tools: Vec<Tool>,
-    pub resolver: Resolver,
-    pub vocabulary: Vec<String>,
-    pub seed: u64,
-    pub writes: bool,
-    /// The access tables' rows this server can be called with (personas with a token).
-    pub access: Vec<access::AccessCase>,
-    findings: RefCell<Vec<Finding>>,
-    /// Why the fuzzer itself failed, if it did: the run is then a configuration error.
-    broken: RefCell<Option<String>>,
-}
-
-impl<'a> Engine<'a> {
-    pub fn new(ctx: &'a RunContext, caller: Caller<'a>, seed: u64, writes: bool) -> Engine<'a> {
-        let tools: Vec<Tool> =
-            ctx.published.tools.iter().filter_map(Tool::new).filter(|t| writes || !t.writes).collect();
-        let schemas: Vec<&Value> = tools.iter().map(|t| &t.schema).collect();
-        let vocabulary = strategy::vocabulary(&schemas);
-        let pools = Arc::new(ids::Pools::new(&ctx.dataset, &ctx.id_map, PERSONA));
-        let access = access::cases(ctx, &caller, &tools);
-        Engine {
-            access,
-            caller,
-            resolver: Resolver { pools, salt: seed },
-            tools,
-            vocabulary,
-            seed,
-            writes,
-            findings: RefCell::new(Vec::new()),
-            broken: RefCell::new(None),
-        }
-    }
-
-    pub fn access_rows(&self, group: access::Group) -> Vec<access::AccessCase> {
-        self.access.iter().filter(|c| c.group == group).cloned().collect()
-    }
-
-    pub fn tool(&self, name: &str) -> Option<&Tool> {
-        self.tools.iter().find(|t| t.name == name)
-    }
-
+impl Engine<'_> {
     /// The transport's probes, valid calls of every tool, then the sequences, then each mutation, bounds first
     /// and a mutation already tried on another tool last; again and again until the budget
     /// is spent.
@@ -467,183 +380,4 @@ impl<'a> Engine<'a> {
         }
         failed
     }
-
-    /// One call of `tool` per case, judged by every rule of a single call.
-    pub fn call_property(
-        &self,
-        t: &Tool,
-        strategy: BoxedStrategy<Case>,
-        cases: u32,
-        shrink_iters: u32,
-        rng: TestRng,
-    ) -> bool {
-        let replay = |case: &Case| Replay::Call {
-            persona: self.caller.persona.clone(),
-            tool: t.name.clone(),
-            case: case.clone(),
-        };
-        self.run_property(strategy, cases, shrink_iters, rng, &replay, &|case| {
-            let Some(ex) = self.caller.call(&t.name, &case.args) else { return Vec::new() };
-            let mut faults = oracle::judge(self.caller.ctx, t, case, &ex, self.caller.token());
-            faults.extend(oracle::access(&self.resolver.pools, &t.name, &case.args, &ex));
-            let mutation = case.target.as_ref().map(Target::describe);
-            faults
-                .into_iter()
-                .map(|fault| Observed {
-                    mutation: mutation.clone(),
-                    ..Observed::new(fault, &self.caller.persona, &t.name, &case.args, &ex)
-                })
-                .collect()
-        })
-    }
-
-    /// Each of `rows` once, each already minimal (one case, no shrinking), until the budget is
-    /// spent: the tables' rows and the fixed cases of the sequences. Returns whether one failed.
-    pub fn run_rows<T: Clone + Debug + 'static>(
-        &self,
-        rows: Vec<T>,
-        rng: TestRng,
-        replay: &dyn Fn(&T) -> Replay,
-        eval: &dyn Fn(&T) -> Vec<Observed>,
-    ) -> bool {
-        let mut failed = false;
-        for row in rows {
-            if self.caller.spent() {
-                break;
-            }
-            failed |= self.run_property(Just(row).boxed(), 1, 0, rng.clone(), replay, eval);
-        }
-        failed
-    }
-
-    /// Run one property through proptest, so a failure is shrunk for real. The first failure
-    /// locks the clause: shrinking keeps an input only while it still breaks that clause.
-    /// Returns whether the property failed.
-    pub fn run_property<T: Clone + Debug>(
-        &self,
-        strategy: BoxedStrategy<T>,
-        cases: u32,
-        shrink_iters: u32,
-        rng: TestRng,
-        replay: &dyn Fn(&T) -> Replay,
-        eval: &dyn Fn(&T) -> Vec<Observed>,
-    ) -> bool {
-        let config = Config {
-            cases,
-            max_shrink_iters: shrink_iters,
-            failure_persistence: None,
-            max_local_rejects: 0,
-            max_global_rejects: 0,
-            ..Config::default()
-        };
-        let mut runner = TestRunner::new_with_rng(config, rng);
-        let locked: Cell<Option<&'static str>> = Cell::new(None);
-        let first: RefCell<Vec<Observed>> = RefCell::new(Vec::new());
-        let last: RefCell<Option<Observed>> = RefCell::new(None);
-        let result = runner.run(&strategy, |value| {
-            if self.caller.spent() {
-                // Nothing can be judged: the input counts as passing, and a shrink stops here.
-                return Ok(());
-            }
-            let mut observed = eval(&value);
-            for o in &mut observed {
-                o.replay = Some(replay(&value));
-            }
-            let hit = match locked.get() {
-                None => observed.first(),
-                Some(clause) => observed.iter().find(|o| o.fault.clause == clause),
-            };
-            let Some(hit) = hit.cloned() else { return Ok(()) };
-            if locked.get().is_none() {
-                locked.set(Some(hit.fault.clause));
-                *first.borrow_mut() = observed.clone();
-            }
-            let reason = hit.fault.detail.clone();
-            *last.borrow_mut() = Some(hit);
-            Err(TestCaseError::fail(reason))
-        });
-        let reason = match result {
-            Ok(()) => return false,
-            Err(TestError::Fail(reason, _)) => reason,
-            Err(TestError::Abort(reason)) => reason,
-        };
-        let Some(minimal) = last.into_inner() else {
-            // A failure no rule filed: the fuzzer's own code panicked (proptest catches panics).
-            self.broken.borrow_mut().get_or_insert_with(|| reason.to_string());
-            return true;
-        };
-        let clause = minimal.fault.clause;
-        // A budget spent while shrinking leaves the smallest input found so far, not a minimum.
-        let complete = !self.caller.spent();
-        self.file(minimal, complete);
-        // Other clauses the first failing call broke, as found (not shrunk).
-        let mut others = first.into_inner();
-        others.retain(|o| o.fault.clause != clause);
-        others.dedup_by_key(|o| o.fault.clause);
-        for o in others {
-            self.file(o, false);
-        }
-        true
-    }
-
-    fn file(&self, o: Observed, shrunk: bool) {
-        let mut findings = self.findings.borrow_mut();
-        if findings.iter().any(|f| {
-            f.clause == o.fault.clause
-                && f.tool == o.tool
-                && f.mutation == o.mutation
-                && f.persona == o.persona
-        }) {
-            return;
-        }
-        let ctx = self.caller.ctx;
-        let target = report::Target {
-            endpoint: &ctx.endpoint,
-            stdio: ctx.stdio.is_some(),
-            protocol_version: self.caller.protocol_version(),
-            seed: self.seed,
-        };
-        // Every token of the profile is masked in what a finding keeps of the answers.
-        let secrets: Vec<&str> = ctx.profile.tokens.values().map(String::as_str).collect();
-        findings.push(Finding::new(&target, o, shrunk, &secrets));
-    }
-
-    /// Why the fuzzer itself failed, if it did.
-    pub fn broken(&self) -> Option<String> {
-        self.broken.borrow().clone()
-    }
-
-    /// The findings filed so far (a replay reads them).
-    pub fn findings(&self) -> Vec<Finding> {
-        self.findings.borrow().clone()
-    }
-
-    fn into_report(self, settings: &Settings) -> FuzzReport {
-        let meter = self.caller.meter.borrow();
-        FuzzReport {
-            seed: self.seed,
-            budget: settings.budget.to_string(),
-            calls: meter.calls,
-            elapsed_ms: meter.elapsed().as_millis(),
-            read_only: !self.writes,
-            findings: self.findings.take(),
-        }
-    }
-}
-
-/// The generator of one property in one round: a function of the seed alone, so a seed
-/// reproduces every case whatever ran before.
-pub fn rng(seed: u64, round: u64, index: u64) -> TestRng {
-    // splitmix64: well-spread bytes from a few integers.
-    let mut state =
-        seed ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    let mut bytes = [0u8; 32];
-    for chunk in bytes.chunks_mut(8) {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
-    }
-    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }

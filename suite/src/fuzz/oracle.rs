@@ -7,17 +7,11 @@ use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, MAX_MESSAGE_LIMIT
 use serde_json::Value;
 
 use super::ids::Pools;
+pub use super::observed::Fault;
 use super::schema::{Mutation, Tool};
 use super::strategy::Case;
 use crate::client::Exchange;
 use crate::context::RunContext;
-
-/// One broken rule, seen on one call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Fault {
-    pub clause: &'static str,
-    pub detail: String,
-}
 
 fn fault(clause: &'static str, detail: String) -> Fault {
     Fault { clause, detail }
@@ -64,6 +58,13 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
     out.extend(envelope(name, ex));
     if !must_refuse && succeeded(ex) {
         out.extend(page_sizes(name, &case.args, ex));
+        // Without `limit`, such a page is PAG-1's smaller default (`page_sizes`).
+        if name.starts_with("list_")
+            && case.args.get("limit").is_some()
+            && let Some(detail) = cut_unmarked(&case.args, ex)
+        {
+            out.push(fault("LIM-5", format!("{name}: {detail}")));
+        }
     }
     let category = ex.structured().and_then(|s| s.pointer("/data/error/category")).and_then(Value::as_str);
     if must_refuse
@@ -209,7 +210,8 @@ fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
 /// AUTH-4 and AUTH-5 on a success, from what the dataset says of the IDs sent: a restaurant or
 /// organization outside the persona's memberships is refused (AUTH-4); a child record addressed
 /// through another restaurant than its own is not found, and a list of a restaurant holds only
-/// its records (AUTH-5). IDs the dataset does not know (created by the run) are not judged.
+/// its records, by their IDs whatever the server labels them (AUTH-5). IDs the dataset does not
+/// know (created by the run) are not judged.
 pub fn access(pools: &Pools, name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
     let mut out = Vec::new();
     if !succeeded(ex) {
@@ -224,7 +226,31 @@ pub fn access(pools: &Pools, name: &str, args: &Value, ex: &Exchange) -> Vec<Fau
             return out;
         }
     }
+    // Judged by the IDs the dataset knows, never the server's own `restaurant_id` labels: a
+    // record of a restaurant outside the caller's memberships, under whatever label.
+    let data = ex.structured().and_then(|s| s.get("data")).and_then(Value::as_object);
+    let records: Vec<&Value> = data
+        .into_iter()
+        .flat_map(|d| d.values())
+        .flat_map(|v| match v {
+            Value::Array(items) => items.iter().collect::<Vec<_>>(),
+            other => vec![other],
+        })
+        .collect();
+    let owner_of =
+        |record: &Value| record.get("id").and_then(Value::as_str).and_then(|id| pools.restaurant_of.get(id));
+    if records.iter().filter_map(|r| owner_of(r)).any(|own| pools.foreign.contains(own)) {
+        out.push(fault(
+            "AUTH-5",
+            format!("{name} served a record of a restaurant outside the caller's memberships"),
+        ));
+        return out;
+    }
     let Some(restaurant) = args.get("restaurant_id").and_then(Value::as_str) else { return out };
+    if records.iter().filter_map(|r| owner_of(r)).any(|own| own != restaurant) {
+        out.push(fault("AUTH-5", format!("{name} of one restaurant served another restaurant's records")));
+        return out;
+    }
     for member in ["order_id", "conversation_id", "transcript_id"] {
         let Some(id) = args.get(member).and_then(Value::as_str) else { continue };
         if pools.restaurant_of.get(id).is_some_and(|own| own != restaurant) {
@@ -278,4 +304,61 @@ pub fn error_code(ex: &Exchange) -> Option<&str> {
 /// A success: a result that is not a tool error.
 pub fn succeeded(ex: &Exchange) -> bool {
     ex.result().is_some() && !ex.is_error()
+}
+
+/// LIM-2 on a refusal for the rate (`rules::rate_answer`): category rate_limit, retryable, and
+/// (the reference's choice `retry-after`) a `retry_after_ms` > 0 to wait. Each broken rule, with
+/// the choice it is a difference from, if any; read from the fields, never the message.
+pub fn rate_refusal(name: &str, ex: &Exchange) -> Vec<(Fault, Option<&'static str>)> {
+    let mut out = Vec::new();
+    let Some(error) = ex.structured().and_then(|s| s.pointer("/data/error")) else { return out };
+    if error.get("category").and_then(Value::as_str) != Some("rate_limit") {
+        out.push((
+            fault(
+                "LIM-2",
+                format!("{name}: a refusal for the rate whose category is not rate_limit ({})", ex.summary()),
+            ),
+            None,
+        ));
+    }
+    if error.get("retryable").and_then(Value::as_bool) != Some(true) {
+        out.push((
+            fault("LIM-2", format!("{name}: a refusal for the rate not marked retryable ({})", ex.summary())),
+            None,
+        ));
+    }
+    if !crate::rules::asks_to_retry_later(ex) {
+        out.push((
+            fault(
+                "LIM-2",
+                format!("{name}: a rate-limit refusal without a retry_after_ms > 0 ({})", ex.summary()),
+            ),
+            Some("retry-after"),
+        ));
+    }
+    out
+}
+
+/// LIM-5 on a page of a list called with `args` (`rules::cut_unmarked`, the matrices' rule too):
+/// fewer items than its `limit` (20 without one) with a `next_cursor`, not marked truncated.
+pub fn cut_unmarked(args: &Value, page: &Exchange) -> Option<String> {
+    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(DEFAULT_LIMIT as u64);
+    let data = page.structured()?.get("data")?.as_object()?;
+    let key = data.iter().find(|(_, v)| v.is_array()).map(|(k, _)| k.clone())?;
+    crate::rules::cut_unmarked(page, &key, limit)
+}
+
+/// Whether `args` name, by what the dataset says, a restaurant or organization outside the
+/// fuzzing persona's memberships, or a child record through another restaurant than its own: a
+/// refusal of such a call is the rule (AUTH-4, AUTH-5), not something that stopped a sequence.
+pub fn names_foreign(pools: &Pools, args: &Value) -> bool {
+    let id = |member: &str| args.get(member).and_then(Value::as_str);
+    if ["restaurant_id", "organization_id"].iter().any(|m| id(m).is_some_and(|i| pools.foreign.contains(i))) {
+        return true;
+    }
+    let Some(restaurant) = id("restaurant_id") else { return false };
+    ["order_id", "conversation_id", "transcript_id"]
+        .iter()
+        .filter_map(|m| id(m))
+        .any(|child| pools.restaurant_of.get(child).is_some_and(|own| own != restaurant))
 }

@@ -7,15 +7,20 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::TestRng;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::access::Group;
+pub use super::cases::{
+    AuthorityCase, BurstCase, CarryCase, ExpiryCase, FaultCase, Injected, LargestCase, RaceCase, ScopeCase,
+};
+use super::cases::{Group, Replay};
+use super::engine::Engine;
 use super::ids::IdKind;
-use super::oracle::{answered, error_code, succeeded};
+use super::observed::Why;
+use super::observed::{Call, Observed};
+use super::oracle::{answered, cut_unmarked, error_code, succeeded};
 use super::sequences::{Trail, status_of};
 use super::strategy::Pick;
-use super::{Call, Engine, Observed, Replay};
 use crate::client::Exchange;
 use crate::rules;
 
@@ -26,13 +31,6 @@ pub const AT_ONCE: usize = 5;
 pub const RACE_LATENCY_MS: u64 = 300;
 /// Pages of a read-back at most.
 const MAX_PAGES: usize = 20;
-
-/// A call on the dataset's record that makes the biggest answer of a tool.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LargestCase {
-    pub tool: String,
-    pub args: Value,
-}
 
 /// The calls on the largest records: `list_orders` of the restaurant whose page of 50 is the
 /// biggest (by the dataset's orders' sizes), `get_transcript` of the longest transcript,
@@ -132,11 +130,23 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
             case.args.as_object().is_some_and(|a| a.keys().any(|k| k != "restaurant_id" && k != "limit"));
         let rule = if case.tool == "list_orders" && arg("restaurant_id") == Some(large.as_str()) && !filtered
         {
-            rules::unmarked_cut(&ex).map(|d| ("LIM-5", d)).or_else(|| {
-                walk_missed(engine, &mut trail, &case.tool, &case.args, &ex, &large).map(|d| ("LIM-5", d))
-            })
+            if let Some(d) = rules::unmarked_cut(&ex) {
+                Some(("LIM-5", d))
+            } else if let Some((detail, args, page)) =
+                walk_missed(engine, &mut trail, &case.tool, &case.args, &ex, &large)
+            {
+                // The page the walk found wrong, after the pages before it.
+                let mut out = vec![trail.observed("LIM-5", detail, &case.tool, &args, &page)];
+                out.extend(trail.checked(&case.tool, &case.args, &ex).unwrap_or_default());
+                return out;
+            } else {
+                None
+            }
         } else if case.tool.starts_with("list_") {
-            rules::untruncated_page(&ex).or_else(|| rules::page_refused_too_large(&ex)).map(|d| ("LIM-5", d))
+            rules::untruncated_page(&ex)
+                .or_else(|| rules::page_refused_too_large(&ex))
+                .or_else(|| cut_unmarked(&case.args, &ex))
+                .map(|d| ("LIM-5", d))
         } else if case.tool == "get_transcript" && arg("transcript_id") == Some(huge.as_str()) {
             rules::not_refused_too_large(&ex).map(|d| ("LIM-6", d))
         } else if case.tool == "get_transcript" {
@@ -156,8 +166,11 @@ pub fn largest(engine: &Engine<'_>, rng: TestRng, fixed: Option<LargestCase>) ->
 }
 
 /// `the walk yields every order of … exactly once` from a first page `first` of `list_orders`
-/// of `restaurant`: the pages that follow (at most [`MAX_PAGES`]), and the dataset's orders of the
-/// restaurant the walk did not yield. `None`: every one, or a walk that did not end.
+/// of `restaurant`: the pages that follow (at most [`MAX_PAGES`]), each held to LIM-5's cut
+/// (`oracle::cut_unmarked`), and the dataset's orders of the restaurant the walk did not yield.
+/// `Some`: what was wrong, with the arguments and the page that showed it (the first page for
+/// orders missed). `None`: every one yielded; a walk that did not end (at the cap, or a page not
+/// served) is blocked, never passed.
 pub(super) fn walk_missed(
     engine: &Engine<'_>,
     trail: &mut Trail<'_, '_>,
@@ -165,16 +178,23 @@ pub(super) fn walk_missed(
     args: &Value,
     first: &Exchange,
     restaurant: &str,
-) -> Option<String> {
+) -> Option<(String, Value, Exchange)> {
     let ctx = engine.caller.ctx;
     let dataset_id = ctx.id_map.to_dataset(restaurant);
     let expected: Vec<String> =
         ctx.dataset.orders_of(&dataset_id).map(|o| ctx.id_map.to_server(&o.id)).collect();
     let mut walked = std::collections::HashSet::new();
     let mut page = first.clone();
+    let mut page_args = args.clone();
+    let what = format!("walk of {tool}");
     for _ in 0..MAX_PAGES {
         if !succeeded(&page) {
+            let reason = format!("a page of the walk was not served ({})", page.summary());
+            engine.block(Why::WalkFailed, &what, reason);
             return None;
+        }
+        if let Some(detail) = cut_unmarked(&page_args, &page) {
+            return Some((format!("{tool}: {detail}"), page_args, page));
         }
         let items = page
             .structured()
@@ -188,28 +208,22 @@ pub(super) fn walk_missed(
         let Some(next) = next.filter(|c| !c.is_empty()) else {
             let missed = rules::missed(&walked, &expected);
             return (!missed.is_empty()).then(|| {
-                format!(
+                let detail = format!(
                     "{tool}: a walk of every page missed {} of the {} orders the dataset has ({})",
                     missed.len(),
                     expected.len(),
                     missed.iter().take(3).copied().collect::<Vec<_>>().join(", ")
-                )
+                );
+                (detail, args.clone(), first.clone())
             });
         };
-        let mut next_args = args.clone();
-        next_args["cursor"] = json!(next);
-        page = trail.call(tool, &next_args)?;
+        page_args = args.clone();
+        page_args["cursor"] = json!(next);
+        page = trail.call(tool, &page_args)?;
     }
+    let reason = format!("the walk stopped at the fuzzer's cap of {MAX_PAGES} pages, before its last page");
+    engine.block(Why::WalkCapped, &what, reason);
     None
-}
-
-/// A cursor of the owner's `list_orders`, reused by `persona`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CarryCase {
-    pub tool: String,
-    /// The first page's arguments (the server's IDs), `limit` 5 as in the features.
-    pub args: Value,
-    pub persona: String,
 }
 
 /// The personas a cursor of the owner's is carried to: those the access tables allow to list
@@ -355,17 +369,6 @@ fn observed_at(
     Some(o)
 }
 
-/// Identical keyed writes at once: `create_instruction` in the busy restaurant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BurstCase {
-    pub restaurant: String,
-    pub text: String,
-    pub key: String,
-    pub calls: usize,
-    /// The tool was slowed by the control API while the calls ran.
-    pub slowed: bool,
-}
-
 fn instruction(restaurant: &str, text: &str, key: &str) -> Value {
     json!({ "restaurant_id": restaurant, "text": text, "idempotency_key": key })
 }
@@ -445,14 +448,6 @@ pub fn burst(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<BurstC
     })
 }
 
-/// Racing moves of one order of the busy restaurant, from the status it has.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RaceCase {
-    pub order: Pick,
-    pub calls: usize,
-    pub slowed: bool,
-}
-
 /// The codes a losing racer may get (PRE-4's scenarios).
 pub const PRECONDITION_CODES: [&str; 2] = ["MCP_EXPECTED_STATE_MISMATCH", "ORDER_STATUS_PRECONDITION_FAILED"];
 
@@ -525,20 +520,6 @@ pub fn race(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<RaceCas
         found.extend(out);
         found
     })
-}
-
-/// A keyed write of the owner's, then the same call with the same key by `persona`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScopeCase {
-    pub restaurant: String,
-    pub text: String,
-    pub key: String,
-    pub persona: String,
-    /// The other keyed tool the owner reuses the key on (`create_organization`, which any user
-    /// may call: `The same key for another tool is another key`); none: `persona` reuses it on
-    /// `create_instruction`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
 }
 
 /// The personas a key is reused by: another OAuth client of the owner's user, and another user,
@@ -671,18 +652,6 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
     failed
 }
 
-/// A walk of `persona`'s whose membership ends between two pages.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AuthorityCase {
-    pub persona: String,
-    pub tool: String,
-    /// The first page's arguments (the server's IDs).
-    pub args: Value,
-    /// The membership revoked, in the server's IDs.
-    pub user: String,
-    pub organization: String,
-}
-
 /// The walk PAG-7 needs: a persona of another user than the fuzzing one (whose calls must go
 /// on), allowed to list the busy restaurant's orders through a membership the control API can
 /// revoke (`memberships`).
@@ -768,29 +737,6 @@ pub fn authority(engine: &Engine<'_>, rng: TestRng, fixed: Option<AuthorityCase>
         };
         vec![trail.observed_as(&case.persona, "PAG-7", detail, &case.tool, &next, &ex)]
     })
-}
-
-/// What the control API does to one read while it is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Injected {
-    /// The read deadline shortened to 100 ms and the tool slowed by 500 ms (LIM-4).
-    Timeout,
-    /// The tool fails with an `internal` error (SEC-2).
-    Internal,
-    /// The tool fails with a `dependency` error (SEC-2).
-    Dependency,
-    /// A keyed write: the write deadline shortened to 100 ms and its answer held 500 ms after its
-    /// effect (LIM-4's MCP_OUTCOME_UNKNOWN).
-    Outcome,
-}
-
-/// A read of one order while the control API injects a fault.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FaultCase {
-    pub tool: String,
-    pub args: Value,
-    pub injected: Injected,
 }
 
 /// The faults this server's control API can inject, on `get_order` of an order of the busy
@@ -909,14 +855,6 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
         found.extend(out);
         found
     })
-}
-
-/// A keyed write made again just before and just after 24 hours on the server's clock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExpiryCase {
-    pub restaurant: String,
-    pub text: String,
-    pub key: String,
 }
 
 /// Seconds before the key's last minute, then past its 24 hours (features/idempotency.feature).

@@ -11,29 +11,19 @@ use std::time::Instant;
 use chataigne_contract::{Kind, ToolName};
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::access::Group;
+pub use super::cases::RateCase;
+use super::cases::{Group, Replay};
+use super::engine::{Engine, rng};
+use super::observed::Observed;
+use super::observed::Why;
 use super::oracle::Fault;
-use super::{Engine, Observed, Replay};
 use crate::client::{Exchange, McpClient};
 use crate::rate_verdict::{self, Answer, Call, IN_FLIGHT, Verdict};
 
 /// The longest a burst goes on without a refusal: a server slower than this is not judged.
 const MAX_BURST_S: f64 = 30.0;
-
-/// A burst's pair, and the calls that follow it once it is refused.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RateCase {
-    pub persona: String,
-    pub tool: String,
-    pub args: Value,
-    /// (persona, tool, arguments): the same persona on another tool, other personas on the tool.
-    pub others: Vec<(String, String, Value)>,
-    /// Calls of the pair the run made before the burst.
-    pub prior: u64,
-}
 
 /// The burst's pair: an allowed read row of the access tables, by another persona than the
 /// fuzzer's, the one the run called least; `None` when there is none.
@@ -90,7 +80,15 @@ async fn session(engine: &Engine<'_>, persona: &str) -> Option<McpClient> {
 
 /// Send the pair's call, [`IN_FLIGHT`] at a time through as many sessions, until the server
 /// refuses one for its rate (or `rate_verdict::keep_sending` or [`MAX_BURST_S`] says stop).
-fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<(Vec<Call>, Option<Exchange>)> {
+/// What a burst kept: its calls, the first refusal for the rate, the first answer that was
+/// neither served nor so refused.
+struct Burst {
+    calls: Vec<Call>,
+    refusal: Option<Exchange>,
+    other: Option<Exchange>,
+}
+
+fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<Burst> {
     let runtime = engine.caller.runtime;
     runtime.block_on(async {
         let fresh = futures::future::join_all((0..IN_FLIGHT).map(|_| session(engine, &case.persona))).await;
@@ -99,6 +97,7 @@ fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<(Vec<Call
         let mut pending = FuturesUnordered::new();
         let mut calls = Vec::new();
         let mut refusal = None;
+        let mut other = None;
         let mut next = 1;
         let mut stop = false;
         loop {
@@ -125,11 +124,13 @@ fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<(Vec<Call
                 stop = true;
                 if answer == Answer::Limited && refusal.is_none() {
                     refusal = Some(ex);
+                } else if answer == Answer::Other && other.is_none() {
+                    other = Some(ex);
                 }
             }
         }
         engine.caller.meter.borrow_mut().calls += (IN_FLIGHT + calls.len()) as u64;
-        Some((calls, refusal))
+        Some(Burst { calls, refusal, other })
     })
 }
 
@@ -137,7 +138,7 @@ fn burst(engine: &Engine<'_>, case: &RateCase, limit: usize) -> Option<(Vec<Call
 pub fn run(engine: &Engine<'_>, fixed: Option<RateCase>) -> bool {
     let Some(case) = fixed.or_else(|| case(engine)) else { return false };
     let replay = |c: &RateCase| Replay::Rates(c.clone());
-    let rng = super::rng(engine.seed, 0, 5 << 32);
+    let rng = rng(engine.seed, 0, 5 << 32);
     engine.run_rows(vec![case], rng, &replay, &|case| judge(engine, case))
 }
 
@@ -145,13 +146,18 @@ fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
     let Some(limit) = ToolName::parse(&case.tool).map(|t| t.kind().rate_per_minute() as usize) else {
         return Vec::new();
     };
-    let Some((calls, refusal)) = burst(engine, case, limit) else { return Vec::new() };
+    let who = format!("{} as `{}`", case.tool, case.persona);
+    let Some(Burst { calls, refusal, other }) = burst(engine, case, limit) else {
+        let reason =
+            format!("the burst's {IN_FLIGHT} sessions of `{}` could not be initialized", case.persona);
+        engine.block(Why::NoSession, &format!("rate burst of {who}"), reason);
+        return Vec::new();
+    };
     let observe =
         |clause: &'static str, detail: String, persona: &str, tool: &str, args: &Value, ex: &Exchange| {
             Observed::new(Fault { clause, detail }, persona, tool, args, ex)
         };
     let mut out = Vec::new();
-    let who = format!("{} as `{}`", case.tool, case.persona);
     match rate_verdict::judge(limit, &calls) {
         Verdict::Early { served, refused } if served as u64 + case.prior < limit as u64 => {
             if let Some(ex) = &refusal {
@@ -175,7 +181,24 @@ fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
                 out.push(observe("LIM-2", detail, &case.persona, &case.tool, &case.args, &ex));
             }
         }
-        _ => {}
+        Verdict::Broken { index } => {
+            // A call of the burst neither served nor refused for its rate: what LIM-2's burst
+            // reads is broken (the answer, not the wording, says so).
+            if let Some(ex) = &other {
+                let detail = format!(
+                    "{who}: call {index} of a burst was neither served nor refused for its rate ({})",
+                    ex.summary()
+                );
+                out.push(observe("LIM-2", detail, &case.persona, &case.tool, &case.args, ex));
+            }
+        }
+        Verdict::TooSlow { sent, elapsed_s } => {
+            let reason = format!(
+                "no refusal after {sent} calls in {elapsed_s:.1} s: too few to exceed {limit} a minute, LIM-2 not judged"
+            );
+            engine.block(Why::BurstTooSlow, &format!("rate burst of {who}"), reason);
+        }
+        Verdict::Held { .. } | Verdict::Early { .. } => {}
     }
     let Some(refusal) = refusal else { return out };
     // `the refusal is a rate limit`: its envelope by every rule of an error (ENV-4, ENV-5), and
@@ -183,11 +206,9 @@ fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
     for v in super::oracle::every_rule(engine.caller.ctx, &refusal, engine.caller.token_of(&case.persona)) {
         out.push(observe(v.clause, v.detail, &case.persona, &case.tool, &case.args, &refusal));
     }
-    if !crate::rules::asks_to_retry_later(&refusal) {
-        let detail =
-            format!("{who}: a rate-limit refusal without a retry_after_ms > 0 ({})", refusal.summary());
-        let mut o = observe("LIM-2", detail, &case.persona, &case.tool, &case.args, &refusal);
-        o.choice = Some("retry-after");
+    for (fault, choice) in super::oracle::rate_refusal(&who, &refusal) {
+        let mut o = observe(fault.clause, fault.detail, &case.persona, &case.tool, &case.args, &refusal);
+        o.choice = choice;
         out.push(o);
     }
     // `nobody else is slowed`: one call of each other pair, through a fresh session.

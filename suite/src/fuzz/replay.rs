@@ -10,8 +10,11 @@ use proptest::strategy::{Just, Strategy as _};
 
 use super::budget::{Budget, Meter};
 use super::caller::Caller;
-use super::transcript::{Replay, Transcript};
-use super::{Engine, PERSONA, access, races, sequences, transport};
+use super::cases::Replay;
+use super::engine::{Engine, rng};
+use super::observed::PERSONA;
+use super::transcript::Transcript;
+use super::{access, races, rates, sequences, transport};
 use crate::profile::Profile;
 
 /// Calls a replay may make at most: a cursor walk is the longest (20 pages and the tampered one).
@@ -73,8 +76,9 @@ pub fn run(
         runtime.block_on(control.reset()).context("control API reset before the replay")?;
     }
     let caller = Caller::new(&ctx, &runtime, PERSONA, Meter::new(Budget::Calls(MAX_CALLS)))?;
-    let engine = Engine::new(&ctx, caller, t.seed, writes);
-    let rng = super::rng(t.seed, 0, 0);
+    let mut engine = Engine::new(&ctx, caller, t.seed, writes);
+    engine.access = access::cases(&ctx, &engine.caller, &engine.tools);
+    let rng = rng(t.seed, 0, 0);
     match t.replay.clone() {
         Replay::Call { persona, tool, case } => {
             let tool = engine.tool(&tool).with_context(|| format!("the server does not publish `{tool}`"))?;
@@ -129,7 +133,7 @@ pub fn run(
             races::expiry(&engine, rng, Some(case));
         }
         Replay::Rates(case) => {
-            super::rates::run(&engine, Some(case));
+            rates::run(&engine, Some(case));
         }
     }
     if writes

@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::Observed;
-use super::transcript::{Replay, Step};
+use super::cases::Replay;
+use super::observed::{Blocked, Observed, PERSONA};
 use crate::client::Exchange;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -49,6 +49,19 @@ pub struct Finding {
     /// Every call of the reproduction and its answer: the transcript `--out` writes.
     #[serde(skip)]
     pub calls: Vec<Step>,
+}
+
+/// One call of a finding and the answer received.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Who called: `replay` takes the token of this persona from the profile.
+    pub persona: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The JSON-RPC request body.
+    pub request: Value,
+    /// The JSON-RPC answer (tokens masked), or `{"no_answer": why}`.
+    pub response: Value,
 }
 
 /// The context a reproduction needs.
@@ -161,7 +174,7 @@ impl Finding {
         Finding {
             clause,
             tool: "initialize".to_owned(),
-            persona: super::PERSONA.to_owned(),
+            persona: PERSONA.to_owned(),
             arguments: Value::Null,
             detail: detail.to_owned(),
             mutation: None,
@@ -244,6 +257,10 @@ pub struct FuzzReport {
     /// Writes were not fuzzed: the server's state could not be reset afterwards.
     pub read_only: bool,
     pub findings: Vec<Finding>,
+    /// What could not be judged, and why: never a pass.
+    pub blocked: Vec<Blocked>,
+    /// Calls whose answer nothing could judge (a refusal for the rate past the retries).
+    pub unjudged_calls: u64,
 }
 
 impl FuzzReport {
@@ -253,6 +270,23 @@ impl FuzzReport {
             *out.entry(f.clause).or_insert(0) += 1;
         }
         out
+    }
+
+    /// Nothing was judged: no call made, or every call made unjudged.
+    pub fn nothing_judged(&self) -> bool {
+        self.calls == 0 || self.unjudged_calls >= self.calls
+    }
+
+    /// As a run's (`report::Report::exit_code`): 1 with `counted` findings; 2 without one when
+    /// something was blocked or nothing was judged (no verdict); 0 otherwise.
+    pub fn exit_code(&self, counted: usize) -> u8 {
+        if counted > 0 {
+            1
+        } else if !self.blocked.is_empty() || self.nothing_judged() {
+            2
+        } else {
+            0
+        }
     }
 
     pub fn print(&self, console: &mut dyn Write) {
@@ -266,7 +300,7 @@ impl FuzzReport {
         for (i, f) in self.findings.iter().enumerate() {
             // The detail names the tool.
             let _ = writeln!(console, "\nfinding {} [{}] {}", i + 1, f.clause, f.detail);
-            if f.persona != super::PERSONA {
+            if f.persona != PERSONA {
                 let _ = writeln!(console, "  persona: {}", f.persona);
             }
             if let Some(m) = &f.mutation {
@@ -292,6 +326,9 @@ impl FuzzReport {
             let _ = writeln!(console, "  request_id: {}", f.request_id.as_deref().unwrap_or("(none)"));
             let _ = writeln!(console, "  reproduce: {}", f.reproduction);
         }
+        for b in &self.blocked {
+            let _ = writeln!(console, "\nblocked ({:?}, {}x) {}: {}", b.why, b.times, b.what, b.reason);
+        }
         let per: Vec<String> = self.per_clause().iter().map(|(c, n)| format!("{c}: {n}")).collect();
         let rate = self.calls as f64 / (self.elapsed_ms.max(1) as f64 / 1000.0);
         let _ = writeln!(
@@ -305,6 +342,15 @@ impl FuzzReport {
             self.seed,
             self.seed
         );
+        if !self.blocked.is_empty() || self.unjudged_calls > 0 || self.nothing_judged() {
+            let _ = writeln!(
+                console,
+                "NOT A PASS: {} call(s) unjudged, {} blocked reason(s){}",
+                self.unjudged_calls,
+                self.blocked.len(),
+                if self.nothing_judged() { "; nothing was judged" } else { "" }
+            );
+        }
     }
 }
 

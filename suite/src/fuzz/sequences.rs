@@ -10,9 +10,13 @@ use proptest::strategy::Union;
 use proptest::test_runner::TestRng;
 use serde_json::{Value, json};
 
+use super::cases::Replay;
+pub use super::cases::{BindingCase, CursorCase, PreCase, UnknownCase};
+use super::engine::Engine;
+use super::observed::Why;
+use super::observed::{Call, Observed};
 use super::oracle::{self, Fault, answered, error_code, succeeded};
 use super::strategy::{self, Case, Pick};
-use super::{Call, Engine, Observed, Replay};
 use crate::client::Exchange;
 
 /// Pages read at most in one walk: the busy restaurant's orders in pages of 8 or more.
@@ -111,18 +115,6 @@ impl<'e, 'a> Trail<'e, 'a> {
         (!faults.is_empty())
             .then(|| faults.into_iter().map(|f| self.observed(f.clause, f.detail, tool, args, ex)).collect())
     }
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CursorCase {
-    tool: String,
-    args: Value,
-    page: Pick,
-    position: Pick,
-    replacement: Pick,
-    /// Who walks (the same walk under every persona the tables let list it); none: the owner.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    persona: Option<String>,
 }
 
 /// PAG-5: every page of a list, then one of its cursors with one character changed.
@@ -400,10 +392,18 @@ pub fn idempotency(
         if let Some(faults) = trail.checked(tool, args, &first) {
             return faults;
         }
+        let what = format!("idempotency of {tool}");
         if !succeeded(&first) {
-            // A refused first call stores nothing: nothing to replay.
+            // A refused first call stores nothing: nothing to replay. Arguments of another tenant
+            // are refused by rule (the draw's miss); any other refusal blocks the property,
+            // unless another of its cases gets past its first call.
+            if !oracle::names_foreign(&engine.resolver.pools, args) {
+                let reason = format!("the first keyed call was not served ({})", first.summary());
+                engine.caller.unjudged.block_unless_judged(Why::FirstCallFailed, &what, reason);
+            }
             return Vec::new();
         }
+        engine.caller.unjudged.judged(&what);
         let Some(again) = trail.call(tool, args) else { return Vec::new() };
         if let Some(faults) = trail.checked(tool, args, &again) {
             return faults;
@@ -446,18 +446,6 @@ pub fn idempotency(
             &third,
         )]
     })
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PreCase {
-    order: Pick,
-    wrong: Pick,
-    terminal: Pick,
-    target: Pick,
-    /// Who moves the order, among those the tables allow (0: the fuzzer's persona). Transcripts
-    /// written before it have none.
-    #[serde(default)]
-    who: Pick,
 }
 
 /// ABS-2, PRE-3, PRE-2: an order cancelled or rejected is refused (ABS-2); an order in a final
@@ -594,12 +582,6 @@ pub(super) fn status_of(ex: &Exchange) -> Option<String> {
     order.and_then(|o| o.get("status")).and_then(Value::as_str).map(str::to_owned)
 }
 
-/// A tool name that is not published: a published one with one character changed.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct UnknownCase {
-    pub name: String,
-}
-
 /// PROTO-2: a tools/call of a tool the server does not publish is the JSON-RPC error -32602
 /// (MCP's invalid params), answered with the request's id, like every answer.
 pub fn unknown_tool(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<UnknownCase>) -> bool {
@@ -652,17 +634,6 @@ pub fn unknown_tool(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
         }
         faults.into_iter().map(observed).collect()
     })
-}
-
-/// One argument a cursor is bound to (`matrices::cursor_rows`), the server's IDs.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct BindingCase {
-    pub tool: String,
-    pub argument: String,
-    /// The page-size member, set to 1 so the first page has a cursor.
-    pub size: String,
-    pub base: Value,
-    pub changed: Value,
 }
 
 /// The cursor-binding rows this server can be called with.

@@ -8,65 +8,11 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::access::AccessCase;
-use super::races::{
-    AuthorityCase, BurstCase, CarryCase, ExpiryCase, FaultCase, Injected, LargestCase, RaceCase, ScopeCase,
-};
+use super::cases::Injected;
+pub use super::cases::Replay;
 use super::report::Finding;
-use super::sequences::{BindingCase, CursorCase, PreCase, UnknownCase};
-use super::strategy::Case;
+pub use super::report::Step;
 use crate::profile::IdMap;
-
-/// The failing case, as the property that found it runs it again: the same calls (values the
-/// server made, such as cursors, taken from its answers again) and the same oracles.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Replay {
-    Call {
-        persona: String,
-        tool: String,
-        case: Case,
-    },
-    Cursor(CursorCase),
-    Idempotency {
-        tool: String,
-        case: Case,
-        /// Who writes; none: the fuzzer's persona (and transcripts written before it).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        persona: Option<String>,
-    },
-    Precondition(PreCase),
-    Access(AccessCase),
-    UnknownTool(UnknownCase),
-    CursorBinding(BindingCase),
-    /// A probe of the transport family, by name (`fuzz::transport`).
-    Transport {
-        probe: String,
-    },
-    Largest(LargestCase),
-    Carried(CarryCase),
-    Burst(BurstCase),
-    Race(RaceCase),
-    KeyScope(ScopeCase),
-    Authority(AuthorityCase),
-    Fault(FaultCase),
-    Expiry(ExpiryCase),
-    /// A burst until refused for the rate, and the pairs that must not be slowed (`rates`).
-    Rates(super::rates::RateCase),
-}
-
-/// One call of a finding and the answer received.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Step {
-    /// Who called: `replay` takes the token of this persona from the profile.
-    pub persona: String,
-    pub tool: String,
-    pub arguments: Value,
-    /// The JSON-RPC request body.
-    pub request: Value,
-    /// The JSON-RPC answer (tokens masked), or `{"no_answer": why}`.
-    pub response: Value,
-}
 
 /// What `--out DIR` writes per finding, and what `replay FILE` reads.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -503,7 +449,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::fuzz::cases::*;
     use crate::fuzz::schema::{Mutation, Target};
+    use crate::fuzz::strategy::Case;
     use crate::world::ConformanceWorld;
 
     fn step(tool: &str, arguments: Value, response: Value) -> Step {

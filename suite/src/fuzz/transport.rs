@@ -10,9 +10,11 @@ use chataigne_contract::PROTOCOL_VERSIONS;
 use proptest::strategy::{Just, Strategy as _};
 use serde_json::{Value, json};
 
+use super::cases::Replay;
+use super::engine::{Engine, rng};
+use super::observed::Why;
+use super::observed::{Observed, PERSONA};
 use super::oracle::Fault;
-use super::transcript::Replay;
-use super::{Engine, Observed, PERSONA};
 use crate::client::{Exchange, McpClient, PROTOCOL_VERSION};
 use crate::rules::catalogue;
 use crate::rules::transport::{self as rules, MIRROR_CASES, Miss};
@@ -30,6 +32,11 @@ const ORIGINS: [&str; 4] = [
     "null",
 ];
 const FOREIGN_HOST: &str = "attacker.example";
+/// The probes of a foreign Origin or Host on a tools/call inside an initialized session.
+const ORIGIN_CALL: &str = "origin on tools/call ";
+const HOST_CALL: &str = "host on tools/call ";
+/// The tool and arguments those probes call (`protocol.feature`'s).
+const CALLED: &str = "list_organizations";
 /// `protocol.feature`'s method no server has (`the answer is the JSON-RPC error -32601`).
 const UNKNOWN_METHOD: &str = "orders/teleport";
 /// `protocol.feature`'s body that is not JSON: a request cut before its closing brace.
@@ -107,6 +114,10 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(MIRROR_CASES.iter().map(|(case, _)| format!("mirror {case}")));
     out.extend(ORIGINS.iter().map(|o| format!("origin {o}")));
     out.push(format!("host {FOREIGN_HOST}"));
+    // PROTO-5 past the handshake: a check on `initialize` only lets a page that learned a
+    // session call every tool.
+    out.extend(ORIGINS.iter().map(|o| format!("{ORIGIN_CALL}{o}")));
+    out.push(format!("{HOST_CALL}{FOREIGN_HOST}"));
     out.push("no token".to_owned());
     if engine.caller.can_call_as("other_audience") {
         out.push("other audience".to_owned());
@@ -128,7 +139,7 @@ pub fn run(engine: &Engine<'_>, fixed: Option<&str>) -> bool {
             break;
         }
         let replay = |p: &String| Replay::Transport { probe: p.clone() };
-        let rng = super::rng(engine.seed, 0, (2 << 32) + i as u64);
+        let rng = rng(engine.seed, 0, (2 << 32) + i as u64);
         failed |= engine.run_property(Just(name).boxed(), 1, 0, rng, &replay, &|p| probe(engine, p));
     }
     failed
@@ -144,11 +155,24 @@ fn send<F: std::future::Future<Output = Exchange>>(engine: &Engine<'_>, f: F) ->
     ex
 }
 
-/// A session of the owner (one request): `None` when it cannot be had (nothing to judge).
-fn session(engine: &Engine<'_>) -> Option<McpClient> {
-    let mut client = engine.caller.ctx.client(PERSONA)?;
-    send(engine, client.initialize());
-    client.is_initialized().then_some(client)
+/// A session of the owner (one request) for the probe `name`: `None` when it cannot be had,
+/// and the probe is then blocked (nothing to judge is never a pass).
+fn session(engine: &Engine<'_>, name: &str) -> Option<McpClient> {
+    let Some(mut client) = engine.caller.ctx.client(PERSONA) else {
+        engine.block(
+            Why::NoSession,
+            &format!("probe {name}"),
+            format!("the profile has no token for `{PERSONA}`"),
+        );
+        return None;
+    };
+    let ex = send(engine, client.initialize());
+    if !client.is_initialized() {
+        let reason = format!("initialize as `{PERSONA}` failed ({})", ex.summary());
+        engine.block(Why::NoSession, &format!("probe {name}"), reason);
+        return None;
+    }
+    Some(client)
 }
 
 fn owner_client(engine: &Engine<'_>) -> Option<McpClient> {
@@ -236,19 +260,19 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     let restaurant = ctx.id_map.to_server(&ctx.dataset.landmarks.busy_restaurant);
     if let Some(id) = name.strip_prefix("id ") {
         let Ok(id) = serde_json::from_str::<Value>(id) else { return Vec::new() };
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let body = read_body(&id, |_| ());
         let ex = send(engine, client.post_raw(body.to_string().into_bytes(), None, &[]));
         return judged("PROTO-2", "list_organizations", ex.clone(), rules::carries_id(&ex, &id));
     }
     if name == "notification" {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let (method, params) = rules::unanswerable_notification();
         let ex = send(engine, client.notify(method, params));
         return judged("PROTO-1", method, ex.clone(), rules::accepted(&ex));
     }
     if let Some(v) = name.strip_prefix("version header ") {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let header = [("MCP-Protocol-Version".to_owned(), v.to_owned())];
         let ex = send(engine, client.request_with("tools/list", json!({}), &header));
         return judged("PROTO-1", "tools/list", ex.clone(), rules::refused_with_status(&ex, 400));
@@ -267,7 +291,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return vec![Judged { clause: "PROTO-1", choice, tool: "initialize".to_owned(), ex, miss }];
     }
     if name == "catalogue" {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.request("tools/list", json!({})));
         let listed: Vec<&str> =
             ctx.published.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
@@ -276,7 +300,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     if let Some(&CatalogueRule { clause, choice, rule, .. }) = catalogue_rule(name) {
         // Judged on the whole catalogue the preflight listed (every page): the request is the
         // one a reproduction sends.
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.request("tools/list", json!({})));
         let problems = catalogue::problems(&ctx.published.tools, rule);
         let miss = (!problems.is_empty())
@@ -285,12 +309,12 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return vec![Judged { clause, choice, tool: "tools/list".to_owned(), ex, miss }];
     }
     if let Some(method) = name.strip_prefix("method ") {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.request(method, json!({})));
         return judged("PROTO-2", method, ex.clone(), rules::rpc_error(&ex, -32601));
     }
     if name == "not json" {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.post_raw(NOT_JSON.as_bytes().to_vec(), None, &[]));
         let rule = rules::refused_with_rpc_code(&ex, -32700);
         return judged_choice("PROTO-2", "jsonrpc-error-codes", "(not JSON)", ex, rule);
@@ -332,6 +356,17 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         let ex = send(engine, client.request_2026("tools/call", params, &[change]));
         return judged("PROTO-1", "get_restaurant", ex.clone(), rules::refused_with_status(&ex, 400));
     }
+    if let Some((header, value)) = on_call(name) {
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
+        let params = json!({ "name": CALLED, "arguments": {} });
+        let headers = [(header.to_owned(), value.to_owned())];
+        let ex = send(engine, client.request_with("tools/call", params, &headers));
+        if header == "Origin" {
+            return judged("PROTO-5", CALLED, ex.clone(), rules::status_is(&ex, 403));
+        }
+        let rule = rules::refused_4xx_host(&ex);
+        return judged_choice("PROTO-5", "host-validation", CALLED, ex, rule);
+    }
     if let Some(origin) = name.strip_prefix("origin ") {
         let Some(mut client) = owner_client(engine) else { return Vec::new() };
         let header = [("Origin".to_owned(), origin.to_owned())];
@@ -357,7 +392,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return judged("AUTH-2", "initialize", ex.clone(), rules::bearer_challenge(&ex).map(drop));
     }
     if let Some(size) = name.strip_prefix("body ").and_then(|s| s.parse::<usize>().ok()) {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let id = client.take_id();
         let Ok(bytes) = rules::sized_tools_call(id, &restaurant, size) else { return Vec::new() };
         let mut ex = send(engine, client.post_raw(bytes, Some(id), &[]));
@@ -370,7 +405,7 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return judged("LIM-7", "search_transcripts", ex, rule);
     }
     if let Some(body) = envelope_body(name) {
-        let Some(mut client) = session(engine) else { return Vec::new() };
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.post_raw(body.to_string().into_bytes(), None, &[]));
         return match name {
             "jsonrpc missing" | "jsonrpc 1.0" => {
@@ -386,6 +421,14 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         };
     }
     Vec::new()
+}
+
+/// A probe on a tools/call: the header it sends and its value.
+fn on_call(name: &str) -> Option<(&'static str, &str)> {
+    if let Some(origin) = name.strip_prefix(ORIGIN_CALL) {
+        return Some(("Origin", origin));
+    }
+    name.strip_prefix(HOST_CALL).map(|host| ("Host", host))
 }
 
 /// The steps of the scenario that states a probe's rule (after `Given the persona`, which the
@@ -480,6 +523,20 @@ pub fn scenario(name: &str) -> Vec<String> {
             out.push(s("Then the request is refused with HTTP 400 and not served"));
         }
         return out;
+    }
+    if let Some((header, value)) = on_call(name) {
+        let then = if header == "Origin" {
+            "Then the HTTP status is 403"
+        } else {
+            "Then the request is refused with a 4xx status, 403 by the reference's choice"
+        };
+        return vec![
+            owner,
+            s(&format!(
+                "When they call \"{CALLED}\" in their session with the header \"{header}\" set to \"{value}\""
+            )),
+            s(then),
+        ];
     }
     if let Some(origin) = name.strip_prefix("origin ") {
         return vec![

@@ -120,6 +120,18 @@ impl Fake {
         });
     }
 
+    /// Answer every POST /mcp with `responder` (a server of the test's own, headers and all).
+    pub fn serve_with(&self, responder: impl Respond + 'static) {
+        let mock = Mock::given(method("POST")).and(path("/mcp")).respond_with(responder);
+        self.runtime.block_on(mock.mount(&self.server));
+    }
+
+    /// Answer every request under /control with `responder`.
+    pub fn serve_control(&self, responder: impl Respond + 'static) {
+        let mock = Mock::given(wiremock::matchers::path_regex("^/control")).respond_with(responder);
+        self.runtime.block_on(mock.mount(&self.server));
+    }
+
     pub fn endpoint(&self) -> String {
         format!("{}/mcp", self.server.uri())
     }

@@ -9,6 +9,7 @@ mod embedded;
 mod error_reports;
 mod fake;
 mod fuzz;
+mod fuzz_evidence;
 mod layers;
 mod proxied;
 mod proxy;
