@@ -39,6 +39,9 @@ pub struct Rule {
     pub name: &'static str,
     pub clause: &'static str,
     pub level: RuleLevel,
+    /// For an ext rule of a seed clause: the reference choice it checks (`contract::CHOICES`),
+    /// so a finding is a difference counted at the full level only.
+    pub choice: Option<&'static str>,
     /// Whether the exchange carries what the rule is about: each such exchange is evidence.
     pub applies: fn(&Seen) -> bool,
     /// What is wrong, if anything (no argument value, text, key or token in it).
@@ -54,6 +57,7 @@ pub const RULES: &[Rule] = &[
         name: "answer-content-type",
         clause: "PROTO-1",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_protocol(s.ex),
         check: |s| inv::content_type(s.ex),
     },
@@ -61,6 +65,7 @@ pub const RULES: &[Rule] = &[
         name: "answer-carries-request-id",
         clause: "PROTO-2",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_protocol(s.ex),
         check: |s| inv::answer_id(s.ex),
     },
@@ -68,6 +73,7 @@ pub const RULES: &[Rule] = &[
         name: "structured-output-matches-published-schema",
         clause: "PROTO-4",
         level: Seed,
+        choice: None,
         applies: |s| output_schema_applies(s),
         check: output_schema,
     },
@@ -75,6 +81,7 @@ pub const RULES: &[Rule] = &[
         name: "summary-within-4-kib",
         clause: "ENV-3",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_tool_result(s.ex),
         check: |s| inv::summary_size(s.ex),
     },
@@ -82,6 +89,7 @@ pub const RULES: &[Rule] = &[
         name: "structured-within-128-kib",
         clause: "ENV-3",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_tool_result(s.ex),
         check: |s| inv::structured_size(s.ex),
     },
@@ -89,6 +97,7 @@ pub const RULES: &[Rule] = &[
         name: "request-id-format",
         clause: "ENV-2",
         level: Ext,
+        choice: None,
         applies: |s| inv::applies_meta_id(s.ex),
         check: |s| inv::request_id_format(s.ex),
     },
@@ -96,6 +105,7 @@ pub const RULES: &[Rule] = &[
         name: "request-id-header-equals-envelope",
         clause: "ENV-2",
         level: Ext,
+        choice: None,
         applies: |s| inv::applies_id_header(s.ex),
         check: |s| inv::request_id_header(s.ex),
     },
@@ -103,6 +113,7 @@ pub const RULES: &[Rule] = &[
         name: "error-request-ids-match",
         clause: "ENV-4",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_error_id(s.ex),
         check: |s| inv::error_ids_match(s.ex),
     },
@@ -110,6 +121,7 @@ pub const RULES: &[Rule] = &[
         name: "error-members",
         clause: "ENV-4",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_error(s.ex),
         check: |s| inv::error_members(s.ex),
     },
@@ -117,6 +129,7 @@ pub const RULES: &[Rule] = &[
         name: "category-one-of-nine",
         clause: "ENV-5",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_category(s.ex),
         check: |s| inv::category_known(s.ex),
     },
@@ -124,6 +137,7 @@ pub const RULES: &[Rule] = &[
         name: "seed-code-on-its-row",
         clause: "ENV-5",
         level: Seed,
+        choice: None,
         applies: |s| inv::applies_seed_code(s.ex),
         check: |s| inv::code_on_its_row(s.ex),
     },
@@ -131,6 +145,7 @@ pub const RULES: &[Rule] = &[
         name: "ext-code-on-its-row",
         clause: "ENV-5",
         level: Ext,
+        choice: Some("error-codes"),
         applies: |s| inv::applies_ext_code(s.ex),
         check: |s| inv::code_on_its_row(s.ex),
     },
@@ -138,6 +153,7 @@ pub const RULES: &[Rule] = &[
         name: "error-echoes-nothing-sent",
         clause: "ENV-6",
         level: Ext,
+        choice: None,
         applies: |s| inv::applies_error(s.ex),
         check: |s| inv::no_echo(s.ex, s.token),
     },
@@ -145,6 +161,7 @@ pub const RULES: &[Rule] = &[
         name: "success-data-has-contract-shape",
         clause: "ENV-7",
         level: Ext,
+        choice: None,
         applies: |s| success_data(s.ex).is_some(),
         check: |s| {
             let (tool, data) = success_data(s.ex)?;
@@ -192,6 +209,7 @@ pub struct Broken {
     pub rule: &'static str,
     pub clause: &'static str,
     pub level: RuleLevel,
+    pub choice: Option<&'static str>,
     pub detail: String,
 }
 
@@ -204,7 +222,13 @@ pub fn judge(seen: &Seen) -> (Vec<(&'static str, RuleLevel)>, Vec<Broken>) {
             judged.push((rule.clause, rule.level));
         }
         if let Some(detail) = (rule.check)(seen) {
-            broken.push(Broken { rule: rule.name, clause: rule.clause, level: rule.level, detail });
+            broken.push(Broken {
+                rule: rule.name,
+                clause: rule.clause,
+                level: rule.level,
+                choice: rule.choice,
+                detail,
+            });
         }
     }
     (judged, broken)

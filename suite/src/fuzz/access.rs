@@ -138,7 +138,7 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
             case.refused_by.join(", "),
             ex.summary()
         );
-        return vec![observed(Fault { clause, detail }, &case.arguments, &ex, Vec::new())];
+        return vec![observed(Fault::new(clause, detail), &case.arguments, &ex, Vec::new())];
     }
     let Some(code) = oracle::error_code(&ex).map(str::to_owned) else { return Vec::new() };
     if code == "MCP_RATE_LIMITED" {
@@ -152,7 +152,7 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
             case.codes.join(" or "),
             case.refused_by.join(", ")
         );
-        return vec![observed(Fault { clause, detail }, &case.arguments, &ex, Vec::new())];
+        return vec![observed(Fault::new(clause, detail), &case.arguments, &ex, Vec::new())];
     }
     let scope = chataigne_contract::ToolName::parse(&case.tool).map(|t| t.scope());
     if let Some(scope) =
@@ -163,7 +163,7 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
             "{} as persona `{}`: refused with {code} without naming the required scope {scope}",
             case.tool, case.persona
         );
-        return vec![observed(Fault { clause: "AUTH-3", detail }, &case.arguments, &ex, Vec::new())];
+        return vec![observed(Fault::new("AUTH-3", detail), &case.arguments, &ex, Vec::new())];
     }
     if !case.foreign {
         return Vec::new();
@@ -201,7 +201,7 @@ fn judge(engine: &Engine<'_>, case: &AccessCase) -> Vec<Observed> {
             show(seen(&ex)),
             show(seen(&other))
         );
-        return vec![observed(Fault { clause: "AUTH-4", detail }, &absent, &other, before)];
+        return vec![observed(Fault::new("AUTH-4", detail), &absent, &other, before)];
     }
     Vec::new()
 }
@@ -223,7 +223,7 @@ fn allowed(case: &AccessCase, ex: &Exchange) -> Vec<Observed> {
         "{} refused persona `{}` with {code}, whom the scope, membership and role tables allow",
         case.tool, case.persona
     );
-    vec![Observed::new(Fault { clause, detail }, &case.persona, &case.tool, &case.arguments, ex)]
+    vec![Observed::new(Fault::new(clause, detail), &case.persona, &case.tool, &case.arguments, ex)]
 }
 
 /// The `&'static` name of an AUTH clause the tables file under.

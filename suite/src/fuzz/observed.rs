@@ -95,6 +95,14 @@ pub const PERSONA: &str = "owner";
 pub struct Fault {
     pub clause: &'static str,
     pub detail: String,
+    /// The reference choice the rule checks, when it is an ext rule of a seed clause.
+    pub choice: Option<&'static str>,
+}
+
+impl Fault {
+    pub fn new(clause: &'static str, detail: String) -> Fault {
+        Fault { clause, detail, choice: None }
+    }
 }
 
 /// One failure on one call, before it becomes a finding.
@@ -121,6 +129,7 @@ pub struct Observed {
 impl Observed {
     pub fn new(fault: Fault, persona: &str, tool: &str, args: &Value, ex: &Exchange) -> Observed {
         Observed {
+            choice: fault.choice,
             fault,
             persona: persona.to_owned(),
             tool: tool.to_owned(),
@@ -130,7 +139,6 @@ impl Observed {
             before: Vec::new(),
             replay: None,
             raw: false,
-            choice: None,
         }
     }
 }

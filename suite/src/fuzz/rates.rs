@@ -155,7 +155,7 @@ fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
     };
     let observe =
         |clause: &'static str, detail: String, persona: &str, tool: &str, args: &Value, ex: &Exchange| {
-            Observed::new(Fault { clause, detail }, persona, tool, args, ex)
+            Observed::new(Fault::new(clause, detail), persona, tool, args, ex)
         };
     let mut out = Vec::new();
     match rate_verdict::judge(limit, &calls) {

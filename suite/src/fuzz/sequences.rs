@@ -93,7 +93,7 @@ impl<'e, 'a> Trail<'e, 'a> {
             .unwrap_or(self.steps.len());
         Observed {
             before: self.steps[..at].to_vec(),
-            ..Observed::new(Fault { clause, detail }, persona, tool, args, ex)
+            ..Observed::new(Fault::new(clause, detail), persona, tool, args, ex)
         }
     }
 
@@ -626,10 +626,10 @@ pub fn unknown_tool(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
             faults.extend(super::oracle::every_rule(engine.caller.ctx, &ex, engine.caller.token()));
             let code = ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64);
             if code != Some(-32602) {
-                faults.push(Fault {
-                    clause: "PROTO-2",
-                    detail: format!("a tools/call of a tool the server does not publish was answered {}, not the JSON-RPC error -32602", ex.summary()),
-                });
+                faults.push(Fault::new(
+                    "PROTO-2",
+                    format!("a tools/call of a tool the server does not publish was answered {}, not the JSON-RPC error -32602", ex.summary()),
+                ));
             }
         }
         faults.into_iter().map(observed).collect()

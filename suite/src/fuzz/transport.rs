@@ -220,7 +220,7 @@ fn probe(engine: &Engine<'_>, name: &str) -> Vec<Observed> {
         .filter_map(|j| {
             let miss = j.miss?;
             let detail = format!("{name}: expected {}; got {}", miss.expected, miss.got);
-            let fault = Fault { clause: j.clause, detail };
+            let fault = Fault::new(j.clause, detail);
             Some(Observed {
                 mutation: Some(name.to_owned()),
                 raw: true,

@@ -49,6 +49,17 @@ fn every_rule_has_a_unique_name_a_known_clause_and_no_level_above_its_clauses() 
             rule.name,
             rule.clause
         );
+        // An ext rule of a seed clause names the reference choice it checks (the fuzzer counts
+        // its findings at the full level only); no other rule does.
+        let needs_choice = !clause.ext && rule.level == RuleLevel::Ext;
+        assert_eq!(rule.choice.is_some(), needs_choice, "{}: choice {:?}", rule.name, rule.choice);
+        if let Some(choice) = rule.choice {
+            assert!(
+                chataigne_contract::clauses::CHOICES.iter().any(|(name, _)| *name == choice),
+                "{}: unknown choice {choice}",
+                rule.name
+            );
+        }
     }
 }
 
