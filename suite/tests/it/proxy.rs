@@ -64,9 +64,14 @@ impl Resp {
 /// may change the reference's answer.
 #[derive(Default)]
 pub struct Fault {
-    pub request: Option<Box<dyn Fn(&mut Req) -> Option<Resp> + Send + Sync>>,
-    pub response: Option<Box<dyn Fn(&Req, &mut Resp) + Send + Sync>>,
+    pub request: Option<Box<OnRequest>>,
+    pub response: Option<Box<OnResponse>>,
 }
+
+/// Changes a request, or answers it in the reference's place.
+pub type OnRequest = dyn Fn(&mut Req) -> Option<Resp> + Send + Sync;
+/// Changes the reference's answer.
+pub type OnResponse = dyn Fn(&Req, &mut Resp) + Send + Sync;
 
 /// The reference and the proxy in front of it, and a profile that points at the proxy.
 pub struct Proxied {
