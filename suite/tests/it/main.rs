@@ -13,6 +13,7 @@ mod layers;
 mod rate_limits;
 mod reruns;
 mod runner;
+mod schedule;
 mod scripts;
 mod stdio;
 mod vacuous;
