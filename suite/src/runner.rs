@@ -251,8 +251,10 @@ where
         require_all: ctx.options.require_all,
     };
     let mut report = Report::build(&scenarios, &findings, &evidence, header, parse_errors);
-    report.timing.waited_for_rate_windows_s = ctx.rate_waits.total().as_secs();
-    let waited = format!("waited for rate windows: {} s\n", report.timing.waited_for_rate_windows_s);
+    // Tenths of a second: a wait of a test's 300 ms still shows.
+    let waited = (ctx.rate_waits.total().as_secs_f64() * 10.0).round() / 10.0;
+    report.timing.waited_for_rate_windows_s = waited;
+    let waited = format!("waited for rate windows: {waited:.0} s\n");
     writer.write(crate::report::console_matrix(&report) + &waited).await;
     report
 }

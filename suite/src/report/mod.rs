@@ -78,11 +78,11 @@ pub struct Report {
 }
 
 /// Where a run's time went.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Timing {
     /// Seconds spent waiting for rate windows (an earlier run's on a server nothing resets, or
     /// this run's own before a burst when the clock cannot be moved); overlapping waits count once.
-    pub waited_for_rate_windows_s: u64,
+    pub waited_for_rate_windows_s: f64,
 }
 
 /// Counts over the clauses the run's level requires (seed clauses at the seed level, every
