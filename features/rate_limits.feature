@@ -7,9 +7,12 @@ Feature: Rate limits
   calls (calendar minutes let twice the rate through across a minute's end; a bucket refills
   during the burst). That the very next call is refused is the reference's window (full level).
   A limited pair slows no one else: that is checked once the pair is refused.
-  A run leaves its pairs limited for up to a minute on a server nothing resets: each scenario uses
-  a pair and tool no other scenario uses, this file runs last, and a burst refused before its
-  first 1000 (500) calls were served waits 61 s for the earlier run's window to end, then starts
+  A burst's window would keep the next scenario on its pair waiting for up to a minute, so this
+  file runs last and each burst starts once every scenario using its pair has finished, on fresh
+  windows: the control API's clock moved past them, or else the least wait their calls require
+  (suite/src/schedule.rs). A run leaves its pairs limited for up to a minute on a server nothing
+  resets: a burst refused before its first 1000 (500) calls were served waits what the refusal's
+  retry_after_ms asks (61 s at most, and the rest of 61 s if still refused early), then starts
   again.
 
   @LIM-2 @LIM-3

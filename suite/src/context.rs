@@ -202,6 +202,8 @@ pub struct RunContext {
     /// The server answered `initialize` in a way no MCP client can read: a verdict on the
     /// clause it breaks, not a run that could not start (exit code 1, reports written).
     pub broken_protocol: Option<ProtocolFault>,
+    /// The time the run spent waiting for rate windows (reported).
+    pub rate_waits: crate::schedule::Waits,
 }
 
 /// A protocol fault found before any scenario runs: the clause and the exchange that shows it.

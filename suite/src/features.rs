@@ -111,27 +111,24 @@ impl parser::Parser<FeatureSource> for FeatureParser {
                 Ok(feature)
             })
             .collect();
-        // Longest first: the rate-limit bursts hold their persona alone for seconds against a
-        // distant server, so started last they would end the run alone (docs/BENCHMARKS.md).
-        // A stable sort: otherwise the files' order.
-        features.sort_by_key(|f: &parser::Result<gherkin::Feature>| {
-            std::cmp::Reverse(f.as_ref().map_or(0, bursts))
-        });
+        // The features whose bursts exhaust rate windows last: the scenarios that use those
+        // pairs are then started before them, and the bursts wait for them to finish
+        // (`crate::schedule::RatePhase`), never for one not yet started. A stable sort:
+        // otherwise the files' order.
+        features.sort_by_key(|f: &parser::Result<gherkin::Feature>| f.as_ref().is_ok_and(exhausts_windows));
         stream::iter(features)
     }
 }
 
-/// How many scenarios of `feature` exhaust a rate window (`@LIM-2`).
-fn bursts(feature: &gherkin::Feature) -> usize {
-    let rules = feature.rules.iter().flat_map(|r| r.scenarios.iter().map(move |s| (&r.tags, s)));
-    let no_tags = Vec::new();
+/// Whether a scenario of `feature` calls a tool until the server refuses (a burst step).
+pub fn exhausts_windows(feature: &gherkin::Feature) -> bool {
+    let rules = feature.rules.iter().flat_map(|r| &r.scenarios);
     feature
         .scenarios
         .iter()
-        .map(|s| (&no_tags, s))
         .chain(rules)
-        .filter(|(rule_tags, s)| feature.tags.iter().chain(*rule_tags).chain(&s.tags).any(|t| t == "LIM-2"))
-        .count()
+        .flat_map(|s| &s.steps)
+        .any(|step| crate::schedule::burst_tool(&step.value).is_some())
 }
 
 impl FeatureParser {

@@ -102,6 +102,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         runs_left,
         sessions: Default::default(),
         broken_protocol,
+        rate_waits: Default::default(),
     })
 }
 

@@ -37,11 +37,11 @@ pub struct Outputs<Out> {
 const DEFAULT_CONCURRENCY: usize = 8;
 
 /// What a scenario touches, from its tags and steps (background included).
-fn scenario_needs(
+pub fn scenario_needs(
     feature: &cucumber::gherkin::Feature,
     rule: Option<&cucumber::gherkin::Rule>,
     scenario: &cucumber::gherkin::Scenario,
-    personas: &[String],
+    personas: &[crate::schedule::Persona],
 ) -> crate::schedule::Needs {
     let tags = crate::features::scenario_tags(feature, rule, scenario);
     let steps: Vec<String> = feature
@@ -84,11 +84,14 @@ where
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(ctx.profile.deadline_s);
     let locks = Arc::new(crate::schedule::Locks::default());
     let claims = Arc::new(crate::schedule::Claims::default());
-    let personas: Arc<Vec<String>> =
-        Arc::new(ctx.dataset.personas.iter().map(|p| p.persona.clone()).collect());
+    let personas = Arc::new(crate::schedule::personas(&ctx.dataset));
+    let rates = Arc::new(rate_phase(&source, &capabilities, &personas).await);
+    fresh_windows_at_start(&ctx).await;
     let before_ctx = Arc::clone(&ctx);
     let after_ctx = Arc::clone(&ctx);
     let after_log = Rc::clone(&log);
+    let after_rates = Arc::clone(&rates);
+    let after_personas = Arc::clone(&personas);
     let cucumber = Cucumber::<ConformanceWorld, _, _, _, _, cli::Empty>::custom(
         FeatureParser { capabilities: capabilities.clone() },
         cucumber::runner::Basic::default(),
@@ -100,18 +103,27 @@ where
     // than each draining the scenarios around it.
     .which_scenario({
         let personas = Arc::clone(&personas);
+        let rates = Arc::clone(&rates);
+        // Called once for every scenario that will run, as its feature is queued: the bursts'
+        // features are queued last, so every user of their pairs is known before one starts.
         move |feature, rule, scenario| {
             let needs = scenario_needs(feature, rule, scenario, &personas);
+            rates.register(&rate_key(feature, scenario), &needs);
             if needs.whole_server() { ScenarioType::Serial } else { ScenarioType::Concurrent }
         }
     })
     .before(move |feature, rule, scenario, world| {
         let ctx = Arc::clone(&before_ctx);
         let (locks, claims, personas) = (Arc::clone(&locks), Arc::clone(&claims), Arc::clone(&personas));
+        let rates = Arc::clone(&rates);
         async move {
             let tags = crate::features::scenario_tags(feature, rule, scenario);
-            // Wait until no conflicting scenario runs (crate::schedule).
             let needs = scenario_needs(feature, rule, scenario, &personas);
+            // A burst goes once the scenarios using its pairs are done, on fresh windows.
+            if !needs.exhausts.is_empty() {
+                fresh_windows(&ctx, &rates, &locks, &needs, deadline).await;
+            }
+            // Wait until no conflicting scenario runs (crate::schedule).
             world.whole_server = needs.whole_server();
             world.held = Some(locks.acquire(&needs).await);
             world.install(ctx, &scenario.name, &tags);
@@ -120,9 +132,11 @@ where
         }
         .boxed_local()
     })
-    .after(move |feature, _rule, scenario, _finished, world| {
+    .after(move |feature, rule, scenario, _finished, world| {
         let log = Rc::clone(&after_log);
         let ctx = Arc::clone(&after_ctx);
+        let needs = scenario_needs(feature, rule, scenario, &after_personas);
+        after_rates.finished(&rate_key(feature, scenario), &needs);
         async move {
             let Some(world) = world else { return };
             world.give_back_sessions();
@@ -236,9 +250,95 @@ where
         level: ctx.profile.level,
         require_all: ctx.options.require_all,
     };
-    let report = Report::build(&scenarios, &findings, &evidence, header, parse_errors);
-    writer.write(crate::report::console_matrix(&report)).await;
+    let mut report = Report::build(&scenarios, &findings, &evidence, header, parse_errors);
+    // Tenths of a second: a wait of a test's 300 ms still shows.
+    let waited = (ctx.rate_waits.total().as_secs_f64() * 10.0).round() / 10.0;
+    report.timing.waited_for_rate_windows_s = waited;
+    let waited = format!("waited for rate windows: {waited:.0} s\n");
+    writer.write(crate::report::console_matrix(&report) + &waited).await;
     report
+}
+
+/// A scenario's name for the rate phase (its report key, in one string).
+fn rate_key(feature: &cucumber::gherkin::Feature, scenario: &cucumber::gherkin::Scenario) -> String {
+    format!("{:?}", scenario_key(feature, scenario))
+}
+
+/// The rate phase of the run: every pair a scenario of the features exhausts (before cucumber's
+/// filters: a pair too many only makes a burst wait for no one).
+async fn rate_phase(
+    source: &FeatureSource,
+    capabilities: &crate::context::Capabilities,
+    personas: &[crate::schedule::Persona],
+) -> crate::schedule::RatePhase {
+    use cucumber::Parser as _;
+    use futures::StreamExt as _;
+    let parser = FeatureParser { capabilities: capabilities.clone() };
+    let features: Vec<_> = parser.parse(source.clone(), cli::Empty).collect().await;
+    let mut exhausted = Vec::new();
+    for feature in features.iter().flatten() {
+        let rules = feature.rules.iter().flat_map(|r| r.scenarios.iter().map(move |s| (Some(r), s)));
+        for (rule, scenario) in feature.scenarios.iter().map(|s| (None, s)).chain(rules) {
+            let needs = scenario_needs(feature, rule, scenario, personas);
+            exhausted.extend(needs.exhausts.into_iter().map(|w| w.pair));
+        }
+    }
+    crate::schedule::RatePhase::new(exhausted)
+}
+
+/// The control API can move the server's clock: windows an earlier run filled (its bursts came
+/// last) are past before this one starts, instead of each scenario waiting for them.
+async fn fresh_windows_at_start(ctx: &RunContext) {
+    let Some(control) = ctx.control.as_ref().filter(|_| can_move_clock(ctx)) else { return };
+    if let Err(e) = control.advance_clock(RATE_WINDOW_S).await {
+        eprintln!("could not move the server's clock past earlier runs' rate windows: {e:#}");
+    }
+}
+
+/// The longest rate window the suite waits for, with a second to spare (the reference's is 60 s).
+const RATE_WINDOW_S: u64 = 61;
+
+fn can_move_clock(ctx: &RunContext) -> bool {
+    ctx.capabilities.control_api && ctx.capabilities.control_features.iter().any(|f| f == "clock")
+}
+
+/// Before a burst (`needs.exhausts`): every scenario using one of its pairs has finished
+/// ([`crate::schedule::RatePhase`]); then the windows those scenarios opened are made fresh:
+/// the clock moved past them once for the whole phase, with nothing else running (the control
+/// API), or else waited out, the least the run's own last call on the pairs requires.
+async fn fresh_windows(
+    ctx: &Arc<RunContext>,
+    rates: &crate::schedule::RatePhase,
+    locks: &crate::schedule::Locks,
+    needs: &crate::schedule::Needs,
+    deadline: std::time::Instant,
+) {
+    rates.users_done(deadline).await;
+    if let Some(control) = ctx.control.as_ref().filter(|_| can_move_clock(ctx)) {
+        let moved = rates
+            .clear_once(|| async {
+                let _alone = locks.acquire(&crate::schedule::Needs::whole_server_only()).await;
+                match control.advance_clock(RATE_WINDOW_S).await {
+                    Ok(()) => true,
+                    Err(e) => {
+                        eprintln!("could not move the server's clock past the rate windows: {e:#}");
+                        false
+                    }
+                }
+            })
+            .await;
+        if moved {
+            return;
+        }
+    }
+    let Some(last) = rates.last_use(&needs.exhausts) else { return };
+    let end = last + std::time::Duration::from_secs(RATE_WINDOW_S);
+    let wait = end.saturating_duration_since(std::time::Instant::now());
+    if !wait.is_zero() {
+        let pairs: Vec<String> = needs.exhausts.iter().map(|w| format!("{}/{}", w.pair, w.tool)).collect();
+        let why = format!("rate windows of {} used earlier in this run", pairs.join(", "));
+        ctx.rate_waits.wait(&why, wait, deadline).await;
+    }
 }
 
 /// What a run came to.

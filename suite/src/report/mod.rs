@@ -73,6 +73,16 @@ pub struct Report {
     pub clauses: Vec<ClauseResult>,
     /// Feature files that did not parse.
     pub parse_errors: Vec<String>,
+    /// Where the run's time went, besides the scenarios' own calls.
+    pub timing: Timing,
+}
+
+/// Where a run's time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Timing {
+    /// Seconds spent waiting for rate windows (an earlier run's on a server nothing resets, or
+    /// this run's own before a burst when the clock cannot be moved); overlapping waits count once.
+    pub waited_for_rate_windows_s: f64,
 }
 
 /// Counts over the clauses the run's level requires (seed clauses at the seed level, every
@@ -306,6 +316,7 @@ impl Report {
             summary,
             clauses,
             parse_errors,
+            timing: Timing::default(),
         }
     }
 

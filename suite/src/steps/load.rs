@@ -16,9 +16,11 @@
 //!   refuses call `limit + 1` of its window.
 //!
 //! A pair refused before `limit` calls were served had its window in use, by an earlier run on a
-//! server nothing resets: the burst waits [`WAIT`] (61 s: every allowed window is fresh again)
-//! with a countdown on stderr, then starts again once; only a second early refusal fails (the
-//! control API is not used to reset it: other scenarios run meanwhile). Only counts, call times and
+//! server nothing resets: the burst waits what the refusal's `retry_after_ms` asks, or [`WAIT`]
+//! (61 s: every allowed window is fresh again) when it asks nothing or more, with a countdown on
+//! stderr, then starts again (once more after the rest of [`WAIT`] if the server asked for less
+//! and still refuses early); only an early refusal after a whole window fails. With a control API
+//! that moves the clock, the run starts past every earlier window (`runner`). Only counts, call times and
 //! a few exchanges (the first refusal, the first served calls) are kept, whatever the burst's size.
 
 use std::time::{Duration, Instant};
@@ -42,9 +44,6 @@ pub const WAIT: Duration = Duration::from_secs(61);
 
 /// Overrides [`WAIT`], in milliseconds (tests).
 pub const WAIT_ENV: &str = "CHATAIGNE_RATE_WAIT_MS";
-
-/// How often the wait says how long is left.
-const COUNTDOWN_EVERY: Duration = Duration::from_secs(10);
 
 /// Served exchanges kept to show in a report, besides the refusal.
 const SAMPLE: usize = 2;
@@ -158,22 +157,24 @@ fn wait_time() -> Duration {
     std::env::var(WAIT_ENV).ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(WAIT)
 }
 
-/// Wait for an earlier run's window to end, saying so on stderr every [`COUNTDOWN_EVERY`].
-async fn wait_for_window(w: &ConformanceWorld, tool: &str) -> anyhow::Result<()> {
+/// How long the early refusal asks to wait (`retry_after_ms`, plus a little: windows round), at
+/// most [`wait_time`]: the least the earlier run's window requires when the server says it.
+fn wait_for(refusal: Option<&Exchange>) -> Duration {
+    let asked = refusal
+        .and_then(|ex| ex.structured()?.pointer("/data/error/retry_after_ms")?.as_u64())
+        .filter(|ms| *ms > 0)
+        .map(|ms| Duration::from_millis(ms + 250));
+    asked.map_or(wait_time(), |d| d.min(wait_time()))
+}
+
+/// Wait for an earlier run's window to end, with a countdown on stderr; the time counts in the
+/// report's "waited for rate windows".
+async fn wait_for_window(w: &ConformanceWorld, tool: &str, wait: Duration) -> anyhow::Result<()> {
     let persona = w.persona()?.to_owned();
-    let end = Instant::now() + wait_time();
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(());
-        }
-        w.check_deadline()?;
-        eprintln!(
-            "rate window of {persona}/{tool} in use by an earlier run: waiting {} s",
-            left.as_secs_f64().ceil()
-        );
-        tokio::time::sleep(left.min(COUNTDOWN_EVERY)).await;
-    }
+    let why = format!("rate window of {persona}/{tool} in use by an earlier run");
+    let deadline = w.deadline.unwrap_or_else(|| Instant::now() + wait);
+    w.ctx().rate_waits.wait(&why, wait, deadline).await;
+    w.check_deadline()
 }
 
 /// What the `Then` steps judge, left by the burst step in `saved["burst"]`.
@@ -201,10 +202,21 @@ async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<(
     let mut verdict = judge(plan.limit, &run.calls);
     let mut waited = false;
     if matches!(verdict, Verdict::Early { .. }) {
-        wait_for_window(w, &plan.tool).await?;
+        // What the server asks first; if that was less than a whole window and the pair is
+        // still refused early (a sliding window frees one call at a time), the rest of
+        // [`wait_time`] since the first refusal: every allowed window is fresh by then.
+        let refused_at = Instant::now();
+        let asked = wait_for(run.refusal.as_ref());
+        wait_for_window(w, &plan.tool, asked).await?;
         waited = true;
         run = burst(w, &plan).await?;
         verdict = judge(plan.limit, &run.calls);
+        let rest = wait_time().saturating_sub(refused_at.elapsed());
+        if matches!(verdict, Verdict::Early { .. }) && asked < wait_time() && !rest.is_zero() {
+            wait_for_window(w, &plan.tool, rest).await?;
+            run = burst(w, &plan).await?;
+            verdict = judge(plan.limit, &run.calls);
+        }
     }
     for ex in run.served {
         w.record(ex);

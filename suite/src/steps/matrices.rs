@@ -69,10 +69,12 @@ fn error_category(w: &ConformanceWorld) -> Option<String> {
     category.as_str().map(str::to_owned)
 }
 
-/// A call that a rate window left full by another scenario (LIM-2 exhausts a persona's window of
-/// one tool) refuses is sent again once the window has room, as any client would: the matrix
-/// judges access, not the rate limit. It waits what `retry_after_ms` says (plus a little: windows
-/// round), for at most a window's length in all.
+/// A call that a rate window left full refuses is sent again once the window has room, as any
+/// client would: the matrix judges access, not the rate limit. Within a run no burst fills a
+/// window a matrix needs (`crate::schedule::RatePhase`), so only an earlier run's bursts on a
+/// server nothing resets leave one full. It waits what `retry_after_ms` says (plus a little:
+/// windows round), for at most a window's length in all, with a countdown on stderr, counted in
+/// the report's "waited for rate windows".
 async fn call_patiently(w: &mut ConformanceWorld, tool: &str, args: Value) -> anyhow::Result<()> {
     call_patiently_as(w, tool, args, None).await.map(drop)
 }
@@ -108,7 +110,10 @@ async fn call_patiently_as(
             return Ok(sent);
         }
         waited += ms;
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        let why = format!("rate window of {}/{tool} full", w.persona().unwrap_or("?"));
+        let wait = std::time::Duration::from_millis(ms);
+        let deadline = w.deadline.unwrap_or_else(|| std::time::Instant::now() + wait);
+        w.ctx().rate_waits.wait(&why, wait, deadline).await;
         w.check_deadline()?;
     }
     Ok(sent)

@@ -2,7 +2,8 @@
 //! turns broken servers into the right verdicts and exit codes (`runner`, against wiremock), and
 //! the suite over stdio against the built reference server (`stdio`), and `--embedded` as a
 //! process (`embedded`), and SEC-1 / IDEM-8 over the reference server's error reports
-//! (`error_reports`).
+//! (`error_reports`), and the run's queue keeps rate bursts after every scenario using their pairs
+//! (`schedule`).
 
 mod coverage;
 mod embedded;
@@ -16,6 +17,7 @@ mod proxy;
 mod rate_limits;
 mod reruns;
 mod runner;
+mod schedule;
 mod scripts;
 mod stdio;
 mod vacuous;

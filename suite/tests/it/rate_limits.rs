@@ -145,6 +145,10 @@ fn a_window_an_earlier_run_left_full_is_waited_for_then_the_burst_passes() {
     }
     // 10 calls in the earlier window, then exactly the limit in a fresh one.
     assert_eq!(limiter.lock().unwrap().served, 10 + LIMIT);
+    // The wait (what retry_after_ms asked, at most the 300 ms set here) is in the report.
+    let waited = report["timing"]["waited_for_rate_windows_s"].as_f64().unwrap_or_default();
+    assert!(waited > 0.0, "{:#}", report["timing"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("waited for rate windows: "));
 }
 
 #[test]
