@@ -80,3 +80,22 @@ fn outside_faults_fails_loudly_unless_its_healthy_baseline_is_certified() {
         }
     }
 }
+
+/// scripts/acceptance certifies the server it starts, never whatever already answers on its
+/// port: a port in use is an error before anything runs.
+#[test]
+fn acceptance_refuses_a_port_already_in_use() {
+    // The Python server's port; if something else holds it already, the script must refuse too.
+    let _holder = std::net::TcpListener::bind("127.0.0.1:18181");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/acceptance");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_chataigne-conformance"))
+        .arg("python")
+        .output()
+        .expect("bash runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("port 18181 is already in use"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("seed-level run"), "a run started");
+}
