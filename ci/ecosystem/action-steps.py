@@ -494,7 +494,7 @@ def main():
     check("output verdict is certified", outputs.get("verdict") == "certified", repr(outputs.get("verdict")))
     check("the job summary has the verdict line", "**CERTIFIED at the seed level:" in summary, summary[:300])
     check("the job summary has the Markdown clause matrix",
-          "| clause | level | verdict | full level | scenarios | detail |" in summary
+          "| clause | level | verdict | full level | evidence | scenarios | detail |" in summary
           and len(re.findall(r"^\| [A-Z]+-\d+ \|", summary, flags=re.M)) >= 40)
     for name in ("junit.xml", "cucumber.json", "summary.md", "report.json", "report.html"):
         check(f"reports-dir has {name}", os.path.getsize(os.path.join(reports, name)) > 0
