@@ -73,6 +73,15 @@ Feature: Authentication and authorization
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
     And the last two errors are the same but for their request_id
 
+  # The resources surface is held to the tenant clause like the tools: every template the server
+  # advertises that names a restaurant, filled with the foreign restaurant. A server that
+  # advertises no resources (initialize, or -32601) skips this as not applicable.
+  @AUTH-4
+  Scenario: A restaurant of another tenant cannot be read as a resource
+    Given the persona "owner"
+    When they read the foreign restaurant through every restaurant resource template the server lists
+    Then every read is refused and tells nothing of the foreign restaurant
+
   @AUTH-4
   Scenario: The foreign tenant's owner cannot reach the home tenant
     Given the persona "outsider"

@@ -83,6 +83,7 @@ named_modes! {
         AnalyticsScopeIgnored = "analytics-scope-ignored", "AUTH-3", "get_analytics does not check its scope";
         ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
         AnalyticsMembershipIgnored = "analytics-membership-ignored", "AUTH-4", "get_analytics serves any restaurant, member or not";
+        ForeignResourceRead = "foreign-resource-read", "AUTH-4", "resources/read serves any restaurant's resource, member or not (the handler reads the store around the pipeline)";
         ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
         SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found (and an order moved) through any restaurant of its own organization";
         ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
@@ -255,6 +256,11 @@ impl Defects {
     pub fn ignores_scopes(&self, tool: ToolName) -> bool {
         self.has(Defect::ScopesIgnored)
             || (self.has(Defect::AnalyticsScopeIgnored) && tool == ToolName::GetAnalytics)
+    }
+
+    /// AUTH-4 on the resources surface: a restaurant's resource read without the pipeline.
+    pub fn resource_read_unchecked(&self) -> bool {
+        self.has(Defect::ForeignResourceRead)
     }
 
     /// AUTH-4's narrow defect: a tool that skips the membership check, as if its caller owned

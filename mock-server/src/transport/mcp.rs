@@ -19,7 +19,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::auth::Principal;
@@ -173,6 +173,16 @@ impl ServerHandler for Handler {
         };
         // A restaurant's read is get_restaurant's call, with every check of the pipeline.
         let (principal, request_id) = self.caller(&context);
+        if self.app.defects.resource_read_unchecked() {
+            // The `foreign-resource-read` defect: a handler that reads the store around the
+            // pipeline, so any restaurant is served to any caller.
+            let found = self.app.store.read().restaurant(id).map(serde_json::to_value);
+            if let Some(Ok(restaurant)) = found {
+                let envelope =
+                    json!({ "data": { "restaurant": restaurant }, "meta": { "request_id": request_id } });
+                return Ok(resources::restaurant(uri, &envelope).into());
+            }
+        }
         let arguments = serde_json::Map::from_iter([("restaurant_id".to_owned(), Value::from(id))]);
         let (outcome, args) =
             self.run(principal.as_ref(), &request_id, "get_restaurant", Some(arguments)).await;

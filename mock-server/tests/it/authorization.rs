@@ -155,6 +155,35 @@ fn comparable(reply: &Reply) -> String {
     reply.body["result"].to_string().replace(reply.request_id(), "req_")
 }
 
+// AUTH-4 on the resources surface: a restaurant's resource outside the caller's memberships is
+// one "resource not found", the same as an absent one's but for the URI, and tells nothing of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_foreign_restaurant_resource_reads_as_an_absent_one() {
+    let server = start().await;
+    let read = async |id: &str| {
+        let uri = format!("chataigne://restaurants/{id}");
+        let message =
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": { "uri": uri } });
+        let answer = server.rpc("owner", &message).await;
+        assert_eq!(answer.status, 200, "{}", answer.text);
+        assert!(answer.json.get("result").is_none(), "{id} is served: {}", answer.text);
+        let mut error = answer.json["error"].clone();
+        assert_eq!(error["data"]["uri"], json!(uri), "{}", answer.text);
+        error["data"]["uri"] = Value::Null;
+        (error, answer.text)
+    };
+    let (foreign, text) = read("rst_rival").await;
+    let (absent, _) = read("rst_nowhere").await;
+    assert_eq!(foreign, absent, "no existence oracle");
+    let rival = dataset().restaurants.iter().find(|r| r.id == "rst_rival").expect("the foreign restaurant");
+    assert!(!text.contains(&rival.name) && !text.contains(&rival.created_at), "{text}");
+    // The owner's own restaurant is served through the same template.
+    let own = json!({ "jsonrpc": "2.0", "id": 2, "method": "resources/read",
+        "params": { "uri": "chataigne://restaurants/rst_central" } });
+    let answer = server.rpc("owner", &own).await;
+    assert!(answer.json["result"]["contents"][0]["text"].is_string(), "{}", answer.text);
+}
+
 // AUTH-4
 #[tokio::test(flavor = "multi_thread")]
 async fn a_foreign_target_and_an_absent_one_get_identical_forbidden_answers() {

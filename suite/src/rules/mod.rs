@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod cursors;
 pub mod envelope;
 pub mod ranges;
+pub mod resources;
 pub mod transport;
 
 use chataigne_contract::{ErrorCode, MAX_STRUCTURED_BYTES};

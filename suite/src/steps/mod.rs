@@ -19,6 +19,7 @@ mod params;
 mod protocol;
 pub mod reads;
 mod reports;
+mod resources;
 mod session;
 mod transport;
 mod writes;

@@ -1,0 +1,111 @@
+//! The resources surface (`resources/templates/list`, `resources/read`) under the tenant clause
+//! (AUTH-4): which templates a server advertises name a restaurant, how to fill one with an ID,
+//! and whether a read of a restaurant outside the caller's memberships was refused without
+//! leaking it. Pure functions of the answers, like the rest of `rules`.
+
+use serde_json::Value;
+
+use crate::client::Exchange;
+
+/// Whether `initialize`'s result advertises the resources capability; `None` when the answer
+/// is no result at all (nothing proven either way).
+pub fn advertises_resources(initialize: &Exchange) -> Option<bool> {
+    let result = initialize.result()?;
+    Some(result.pointer("/capabilities/resources").is_some_and(|c| !c.is_null()))
+}
+
+/// The variables of an RFC 6570 template, each without its operator, prefix or explode modifier.
+pub fn variables(template: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else { break };
+        let expression = &rest[start + 1..start + len];
+        let expression = expression.trim_start_matches(['+', '#', '.', '/', ';', '?', '&']);
+        for var in expression.split(',') {
+            let name = var.split(':').next().unwrap_or_default().trim_end_matches('*');
+            if !name.is_empty() {
+                out.push(name.to_owned());
+            }
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out
+}
+
+/// A template whose one variable names a restaurant (`{restaurant_id}`, `{restaurantId}`, …),
+/// filled with `id`; `None` for a template with no such variable, or with others the suite
+/// cannot fill.
+pub fn fill_restaurant(template: &str, id: &str) -> Option<String> {
+    let vars = variables(template);
+    let [var] = vars.as_slice() else { return None };
+    if !var.to_ascii_lowercase().contains("restaurant") {
+        return None;
+    }
+    let start = template.find('{')?;
+    let end = start + template[start..].find('}')?;
+    let operator = template[start + 1..].chars().next().filter(|c| "+#./;?&".contains(*c));
+    let value = match operator {
+        None | Some('+') => id.to_owned(),
+        Some('#') => format!("#{id}"),
+        Some('.') => format!(".{id}"),
+        Some('/') => format!("/{id}"),
+        Some(';') => format!(";{var}={id}"),
+        Some('?') => format!("?{var}={id}"),
+        Some(_) => format!("&{var}={id}"),
+    };
+    Some(format!("{}{value}{}", &template[..start], &template[end + 1..]))
+}
+
+/// The `uriTemplate` of every template on one page of `resources/templates/list`.
+pub fn templates(page: &Value) -> Vec<String> {
+    page.get("resourceTemplates")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|t| t.get("uriTemplate").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A read of a resource the caller may not see: refused with a JSON-RPC error (resource not
+/// found, or another), never a result, and no `secrets` (what only the resource tells: its
+/// name, its organization's name, its creation time) anywhere in the answer. The ID may be
+/// echoed: the caller sent it (SEP-2164's `data.uri`). `None` when it holds.
+pub fn refused_without_leak(ex: &Exchange, secrets: &[&str]) -> Option<String> {
+    if ex.status().is_some_and(|s| s >= 500) {
+        return Some("an answer below HTTP 500".to_owned());
+    }
+    if ex.result().is_some() || ex.rpc_error().is_none() {
+        return Some("a JSON-RPC error refusing the read, not its contents".to_owned());
+    }
+    let body = ex.response().map(|r| r.body.as_str()).unwrap_or_default();
+    secrets.iter().filter(|s| !s.is_empty()).any(|s| body.contains(*s)).then(|| {
+        "a refusal that tells nothing of the restaurant (its name, organization or creation time)".to_owned()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restaurant_templates_are_filled_and_others_left() {
+        let check = |template: &str, expected: Option<&str>| {
+            assert_eq!(fill_restaurant(template, "rst_x").as_deref(), expected, "{template}");
+        };
+        check("chataigne://restaurants/{restaurant_id}", Some("chataigne://restaurants/rst_x"));
+        check("x://r{/restaurantId}", Some("x://r/rst_x"));
+        check("x://r{?restaurant}", Some("x://r?restaurant=rst_x"));
+        check("x://orders/{order_id}", None);
+        check("x://r/{restaurant_id}/orders/{order_id}", None);
+        check("chataigne://contract", None);
+    }
+
+    #[test]
+    fn variables_lose_operators_and_modifiers() {
+        assert_eq!(variables("a{+x}b{?y*,z:3}"), vec!["x", "y", "z"]);
+    }
+}
