@@ -55,6 +55,26 @@ Feature: Authentication and authorization
       | they create the organization "Scope check CANARY" with the key "scope-CANARY"               | organizations:write |
       | they send the message "Hello CANARY" in the long conversation with the key "scope-CANARY"   | messages:write      |
 
+  # The scope is checked on every call, not once per walk or per key: a token of the same user
+  # and client (the cursor's and the key's binding) without the tool's scope is refused on the
+  # page a cursor reaches and on the replay of a keyed call.
+  @AUTH-3 @needs-shared-state
+  Scenario: A page reached through a cursor is refused to a token without the tool's scope
+    Given the persona "owner"
+    When they list the orders of the busy restaurant with limit 5
+    Then the call succeeds
+    When the persona "noscope" lists the next page
+    Then the call fails with "MCP_SCOPE_REQUIRED"
+
+  @AUTH-3 @needs-shared-state
+  Scenario: The replay of a keyed call is refused to a token without the tool's scope
+    Given the persona "owner"
+    When they create the instruction "Scope replay CANARY" in the busy restaurant with the key "auth3r-CANARY"
+    Then the call succeeds
+    Given the persona "noscope"
+    When they create the instruction "Scope replay CANARY" in the busy restaurant with the key "auth3r-CANARY"
+    Then the call fails with "MCP_SCOPE_REQUIRED"
+
   @AUTH-4
   Scenario: A restaurant of another tenant and one that does not exist are refused alike
     Given the persona "owner"

@@ -36,6 +36,14 @@ Feature: Transport and protocol
     When they call the tool "refund_order" with no arguments
     Then the answer is the JSON-RPC error -32602
 
+  # MCP's Ping (every revision): the receiver answers promptly with an empty result. Every other
+  # ping the suite sends (transport.feature's ids) is held to the same rule by the judge.
+  @PROTO-1
+  Scenario: ping is answered with an empty result
+    Given the persona "owner"
+    When they send the JSON-RPC request "ping"
+    Then the answer is an empty result
+
   @PROTO-2
   Scenario: An unknown method is a JSON-RPC method-not-found error
     Given the persona "owner"

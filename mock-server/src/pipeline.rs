@@ -77,11 +77,11 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
 fn authorize(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> Result<(), ToolError> {
     let role = if app.defects.access_before_scope() {
         let role = tools::access(app, principal, tool, args)?;
-        scope(app, principal, tool)?;
+        scope(app, principal, tool, args)?;
         role
     } else {
         // 5. Scope.
-        scope(app, principal, tool)?;
+        scope(app, principal, tool, args)?;
         // 6. Resource ownership and membership, read now (AUTH-4, AUTH-7).
         tools::access(app, principal, tool, args)?
     };
@@ -89,8 +89,8 @@ fn authorize(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> 
     check_role(app, tool, role)
 }
 
-fn scope(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolError> {
-    if principal.has_scope(tool.scope()) || app.defects.ignores_scopes(tool) {
+fn scope(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> Result<(), ToolError> {
+    if principal.has_scope(tool.scope()) || app.defects.ignores_scopes(tool, args) {
         return Ok(());
     }
     Err(ToolError { required_scope: Some(tool.scope().to_owned()), ..ErrorCode::ScopeRequired.into() })

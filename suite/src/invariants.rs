@@ -48,6 +48,28 @@ pub fn applies_protocol(ex: &Exchange) -> bool {
     matches!(resp.status, Some(200..=299)) && ex.method != "raw" && !ex.stdio
 }
 
+/// A result to a `ping` the suite sent (MCP *Ping*, every revision: "an empty response").
+pub fn applies_ping(ex: &Exchange) -> bool {
+    ping_sent(ex) && ex.result().is_some()
+}
+
+/// Whether the request was a `ping`, sent through the client or as a raw body.
+fn ping_sent(ex: &Exchange) -> bool {
+    ex.method == "ping"
+        || (ex.method == "raw"
+            && ex.request_body.contains("ping")
+            && serde_json::from_str::<Value>(&ex.request_body)
+                .is_ok_and(|b| b.get("method").and_then(Value::as_str) == Some("ping")))
+}
+
+/// The result of a `ping` is empty: `{}`, `_meta` aside (every MCP result may carry it).
+pub fn ping_result(ex: &Exchange) -> Option<String> {
+    match ex.result()?.as_object() {
+        Some(result) if result.keys().all(|k| k == "_meta") => None,
+        _ => Some("ping answered with a result that is not empty ({})".to_owned()),
+    }
+}
+
 fn is_json(ex: &Exchange) -> bool {
     ex.response().is_some_and(|r| r.content_type.starts_with("application/json"))
 }

@@ -62,6 +62,14 @@ pub const RULES: &[Rule] = &[
         check: |s| inv::content_type(s.ex),
     },
     Rule {
+        name: "ping-answers-empty-result",
+        clause: "PROTO-1",
+        level: Seed,
+        choice: None,
+        applies: |s| inv::applies_ping(s.ex),
+        check: |s| inv::ping_result(s.ex),
+    },
+    Rule {
         name: "answer-carries-request-id",
         clause: "PROTO-2",
         level: Seed,

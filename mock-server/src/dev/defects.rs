@@ -27,6 +27,7 @@ named_modes! {
         MirrorHeadersIgnored = "mirror-headers-ignored", "PROTO-1", "2026-07-28 requests are served whatever their Mcp-Method and Mcp-Name headers say";
         NotificationAnswered = "notification-answered", "PROTO-1", "a notification is answered with HTTP 200 and a body, not 202 and none";
         AnswerMislabelled = "answer-mislabelled", "PROTO-1", "JSON answers are labelled text/plain";
+        PingNonEmpty = "ping-non-empty", "PROTO-1", "ping is answered with a non-empty result";
         ZeroIdDropped = "zero-id-dropped", "PROTO-2", "a request with id 0 is answered with id null";
         StringIdAsNumber = "string-id-as-number", "PROTO-2", "a string id made of digits is answered as a number";
         ErrorIdNull = "error-id-null", "PROTO-2", "JSON-RPC error answers carry id null instead of the request's";
@@ -81,6 +82,7 @@ named_modes! {
         AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
         ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
         AnalyticsScopeIgnored = "analytics-scope-ignored", "AUTH-3", "get_analytics does not check its scope";
+        CursorPageSkipsScope = "cursor-page-skips-scope", "AUTH-3", "a page asked for with a cursor skips the scope check (the first page checked it)";
         ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
         AnalyticsMembershipIgnored = "analytics-membership-ignored", "AUTH-4", "get_analytics serves any restaurant, member or not";
         ForeignResourceRead = "foreign-resource-read", "AUTH-4", "resources/read serves any restaurant's resource, member or not (the handler reads the store around the pipeline)";
@@ -253,9 +255,10 @@ impl Defects {
         self.has(Defect::RoleAtMinimumRefused)
     }
 
-    pub fn ignores_scopes(&self, tool: ToolName) -> bool {
+    pub fn ignores_scopes(&self, tool: ToolName, args: &Value) -> bool {
         self.has(Defect::ScopesIgnored)
             || (self.has(Defect::AnalyticsScopeIgnored) && tool == ToolName::GetAnalytics)
+            || (self.has(Defect::CursorPageSkipsScope) && args.get("cursor").is_some())
     }
 
     /// AUTH-4 on the resources surface: a restaurant's resource read without the pipeline.
@@ -565,6 +568,7 @@ impl Defects {
             Defect::VersionEchoed,
             Defect::NotificationAnswered,
             Defect::AnswerMislabelled,
+            Defect::PingNonEmpty,
             Defect::ZeroIdDropped,
             Defect::StringIdAsNumber,
             Defect::ErrorIdNull,
@@ -604,6 +608,12 @@ impl Defects {
                     (request.pointer("/params/protocolVersion"), answer.get_mut("result"))
             {
                 result["protocolVersion"] = asked.clone();
+            }
+            if self.has(Defect::PingNonEmpty)
+                && request.get("method").and_then(Value::as_str) == Some("ping")
+                && let Some(result) = answer.get_mut("result")
+            {
+                *result = serde_json::json!({ "pong": true });
             }
             if self.has(Defect::ZeroIdDropped) && id == serde_json::json!(0) {
                 answer["id"] = Value::Null;

@@ -300,6 +300,26 @@ async fn a_role_too_low_is_forbidden_and_changes_nothing() {
     assert_eq!(restaurants.len(), 3, "no restaurant created: {restaurants:?}");
 }
 
+// AUTH-3 past the first call: a token of the same user and client without the tool's scope is
+// refused on the page a cursor reaches and on the replay of a keyed call, the cursor and the
+// key being bound to that user and client.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cursor_page_and_a_replay_still_check_the_scope() {
+    let server = start().await;
+    let first =
+        server.call("owner", "list_orders", json!({ "restaurant_id": "rst_central", "limit": 5 })).await;
+    let cursor = first.next_cursor().expect("a first page of the busy restaurant has a next page");
+    let page = json!({ "restaurant_id": "rst_central", "limit": 5, "cursor": cursor });
+    expect_ok(&server.call("owner", "list_orders", page.clone()).await);
+    let refused = server.call("noscope", "list_orders", page).await;
+    assert_eq!(expect_error(&refused, ErrorCode::ScopeRequired)["required_scope"], "orders:read");
+
+    let create = json!({ "restaurant_id": "rst_central", "text": "Scope replay", "idempotency_key": key("scope-replay") });
+    expect_ok(&server.call("owner", "create_instruction", create.clone()).await);
+    let replay = server.call("noscope", "create_instruction", create).await;
+    assert_eq!(expect_error(&replay, ErrorCode::ScopeRequired)["required_scope"], "instructions:write");
+}
+
 // AUTH-7
 #[tokio::test(flavor = "multi_thread")]
 async fn memberships_are_read_at_call_time() {

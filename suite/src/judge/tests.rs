@@ -175,3 +175,22 @@ fn evidence_counts_per_level_and_merges() {
     assert_eq!(env2.broken(true), 1);
     assert_eq!(run.get("PROTO-2").unwrap().judged(false), 2);
 }
+
+#[test]
+fn a_ping_is_answered_with_an_empty_result_whoever_sent_it() {
+    let check = |method: &str, body: &str, result: Value, expected: &[&str]| {
+        let mut ex =
+            Exchange::answered_for_test(Some(json!({ "jsonrpc": "2.0", "id": 1, "result": result })));
+        ex.response_mut_for_test().content_type = "application/json".into();
+        ex.method = method.into();
+        ex.request_body = body.into();
+        assert_eq!(clauses(&ex), expected, "{method} {body}");
+    };
+    check("ping", "", json!({}), &[]);
+    check("ping", "", json!({ "_meta": {} }), &[]);
+    check("ping", "", json!({ "pong": true }), &["PROTO-1"]);
+    check("ping", "", json!([]), &["PROTO-1"]);
+    check("raw", r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, json!({ "pong": true }), &["PROTO-1"]);
+    check("raw", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, json!({ "tools": [] }), &[]);
+    check("tools/list", "", json!({ "tools": [] }), &[]);
+}

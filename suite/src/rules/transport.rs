@@ -154,6 +154,18 @@ pub fn rpc_error(ex: &Exchange, code: i64) -> Rule {
     }
 }
 
+/// MCP *Ping*: answered, promptly, with an empty result (`{}`; `_meta` aside).
+pub fn empty_result(ex: &Exchange) -> Rule {
+    let expected = "an empty result {}, without a 5xx";
+    if ex.status().is_some_and(|s| s >= 500) || ex.result().is_none() {
+        return Err(Miss::of(ex, expected));
+    }
+    match crate::invariants::ping_result(ex) {
+        None => Ok(()),
+        Some(_) => Err(Miss::of(ex, expected)),
+    }
+}
+
 pub fn status_is(ex: &Exchange, status: u16) -> Rule {
     if ex.status() == Some(status) { Ok(()) } else { Err(Miss::of(ex, format!("HTTP {status}"))) }
 }

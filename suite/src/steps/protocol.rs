@@ -245,6 +245,11 @@ async fn rpc_error(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
     rules::rpc_error(w.last()?, code).map_err(|m| failed(w, m))
 }
 
+#[then("the answer is an empty result")]
+async fn empty_result(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    rules::empty_result(w.last()?).map_err(|m| failed(w, m))
+}
+
 #[then(expr = "the HTTP status is {int}")]
 async fn status_is(w: &mut ConformanceWorld, status: u16) -> anyhow::Result<()> {
     rules::status_is(w.last()?, status).map_err(|m| failed(w, m))
