@@ -21,6 +21,15 @@ Feature: Authentication and authorization
     When they fetch the protected resource metadata
     Then the metadata names an authorization server and every scope of the contract
 
+  # RFC 9728 §3.3: the metadata's resource is the URL of the resource it protects, which a client
+  # compares with the one it reached; MCP makes that the endpoint's own URL.
+  @AUTH-1 @needs-http
+  Scenario: The protected resource metadata names the MCP endpoint as its resource
+    When someone without a token initializes
+    Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+    When they fetch the protected resource metadata
+    Then the metadata names the MCP endpoint as its resource
+
   @AUTH-1 @needs-stdio
   Scenario: A server started over stdio without a token refuses every call
     When someone without a token starts the server over stdio

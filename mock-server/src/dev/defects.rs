@@ -79,6 +79,7 @@ named_modes! {
         FailuresStored = "failures-stored", "IDEM-7", "a failed call keeps its key";
         RawKeyLogged = "raw-key-logged", "IDEM-8", "idempotency keys are written to the log";
         NoAuthentication = "no-authentication", "AUTH-1", "a request without a token is served as the owner";
+        MetadataResourceOrigin = "metadata-resource-origin", "AUTH-1", "the protected resource metadata names the server's origin as its resource, not the MCP endpoint's URL";
         AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
         ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
         AnalyticsScopeIgnored = "analytics-scope-ignored", "AUTH-3", "get_analytics does not check its scope";
@@ -259,6 +260,11 @@ impl Defects {
         self.has(Defect::ScopesIgnored)
             || (self.has(Defect::AnalyticsScopeIgnored) && tool == ToolName::GetAnalytics)
             || (self.has(Defect::CursorPageSkipsScope) && args.get("cursor").is_some())
+    }
+
+    /// AUTH-1: the protected resource metadata's `resource` is the origin, not the endpoint.
+    pub fn metadata_names_origin(&self) -> bool {
+        self.has(Defect::MetadataResourceOrigin)
     }
 
     /// AUTH-4 on the resources surface: a restaurant's resource read without the pipeline.

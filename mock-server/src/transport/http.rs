@@ -218,8 +218,10 @@ fn own_origin(origin: &HeaderValue, public_url: &str) -> bool {
 /// RFC 9728 protected resource metadata, from the canonical URL whatever the `Host`.
 async fn resource_metadata(State(app): State<Arc<App>>) -> Response {
     let base = &app.public_url;
+    // The `metadata-resource-origin` defect names the origin, not the endpoint (RFC 9728 §3.3).
+    let resource = if app.defects.metadata_names_origin() { base.clone() } else { app.resource_url() };
     axum::Json(json!({
-        "resource": app.resource_url(),
+        "resource": resource,
         "authorization_servers": if app.config.auth_server { vec![base.clone()] } else { Vec::new() },
         "scopes_supported": chataigne_contract::tools::SCOPES,
         "bearer_methods_supported": ["header"],

@@ -166,6 +166,19 @@ pub fn empty_result(ex: &Exchange) -> Rule {
     }
 }
 
+/// RFC 9728 §3.3: the metadata's `resource` is the protected resource's identifier, the MCP
+/// endpoint's own URL (compared as URLs: scheme and host case, a default port). What it names
+/// instead, when it does not.
+pub fn names_endpoint(doc: &Value, endpoint: &str) -> Result<(), String> {
+    let named = doc.get("resource").and_then(Value::as_str);
+    let parse = |u: &str| reqwest::Url::parse(u).ok();
+    match named {
+        Some(r) if parse(r).is_some() && parse(r) == parse(endpoint) => Ok(()),
+        Some(r) => Err(format!("resource {}", crate::client::cut(r, 200))),
+        None => Err("no resource string".to_owned()),
+    }
+}
+
 pub fn status_is(ex: &Exchange, status: u16) -> Rule {
     if ex.status() == Some(status) { Ok(()) } else { Err(Miss::of(ex, format!("HTTP {status}"))) }
 }
@@ -272,6 +285,20 @@ pub fn mirror_override(case: &str) -> Option<(&'static str, &'static str)> {
 mod tests {
 
     use super::*;
+
+    #[test]
+    fn the_metadata_names_the_endpoint_it_protects() {
+        let check = |resource: Value, ok: bool| {
+            let doc = serde_json::json!({ "resource": resource });
+            assert_eq!(names_endpoint(&doc, "http://127.0.0.1:8080/mcp").is_ok(), ok, "{doc}");
+        };
+        check("http://127.0.0.1:8080/mcp".into(), true);
+        check("HTTP://127.0.0.1:8080/mcp".into(), true);
+        check("http://127.0.0.1:8080".into(), false);
+        check("http://127.0.0.1:8080/".into(), false);
+        check("http://127.0.0.1:9090/mcp".into(), false);
+        check(Value::Null, false);
+    }
 
     fn ex(status: u16, headers: &[(&str, &str)], message: Option<Value>, body_bytes: usize) -> Exchange {
         let body = message.as_ref().map(Value::to_string).unwrap_or_default();

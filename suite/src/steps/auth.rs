@@ -167,6 +167,15 @@ async fn metadata_content(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     ))
 }
 
+/// RFC 9728 §3.3: a client must refuse metadata whose `resource` is not the URL it reached.
+#[then("the metadata names the MCP endpoint as its resource")]
+async fn metadata_resource(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let doc = w.document.as_ref().ok_or_else(|| anyhow!("no metadata fetched yet"))?;
+    let endpoint = w.ctx().endpoint.clone();
+    crate::rules::transport::names_endpoint(doc, &endpoint)
+        .map_err(|got| w.fail_about(None, format!("resource {endpoint}, the MCP endpoint's URL"), got))
+}
+
 /// AUTH-4: two refusals must not tell which resource exists. What the clause is about (code,
 /// category, retryable, message, and the text summary with the request_id masked) must be equal;
 /// any other field differing (a timestamp, a trace id) is the reference's choice only.
