@@ -15,13 +15,24 @@
 //! - at the full level (choice `rate-window`), exactly `limit` calls were served: the reference
 //!   refuses call `limit + 1` of its window.
 //!
-//! A pair refused before `limit` calls were served had its window in use, by an earlier run on a
-//! server nothing resets: the burst waits what the refusal's `retry_after_ms` asks, or [`WAIT`]
-//! (61 s: every allowed window is fresh again) when it asks nothing or more, with a countdown on
-//! stderr, then starts again (once more after the rest of [`WAIT`] if the server asked for less
-//! and still refuses early); only an early refusal after a whole window fails. With a control API
-//! that moves the clock, the run starts past every earlier window (`runner`). Only counts, call times and
-//! a few exchanges (the first refusal, the first served calls) are kept, whatever the burst's size.
+//! The burst comes after every scenario of the run using its pair (`schedule::RatePhase`), whose
+//! calls of the tool count in the pair's window: the verdict counts them too, as a prefix of the
+//! burst's calls (`rate_verdict::judge_after`, from the run's `schedule::CallLog`: every call of
+//! the tool as a persona of the pair answered within the last window and a second). So the burst
+//! needs no fresh window, and starts at once (with a control API that moves the clock, the clock
+//! is moved past the windows anyway, and the log forgets what came before). When those earlier
+//! calls leave the reference's window undecided (some more than a window before the refusal,
+//! some without a tool result, or a count off by what an earlier run the suite does not know of
+//! may have left), the burst runs once more a whole [`WAIT`] later, on a fresh window.
+//!
+//! A pair refused before `limit` calls could have been counted had its window in use, by an
+//! earlier run on a server nothing resets: the burst waits what the refusal's `retry_after_ms`
+//! asks, or [`WAIT`] (61 s: every allowed window is fresh again) when it asks nothing or more,
+//! with a countdown on stderr, then starts again (once more after the rest of [`WAIT`] if the
+//! server asked for less and still refuses early); only an early refusal after a whole window
+//! fails. With a control API that moves the clock, the run starts past every earlier window
+//! (`runner`). Only counts, call times and a few exchanges (the first refusal, the first served
+//! calls) are kept, whatever the burst's size.
 
 use std::time::{Duration, Instant};
 
