@@ -164,20 +164,11 @@ async fn call_row(
     row: RowCall<'_>,
     deadline: Option<std::time::Instant>,
 ) -> anyhow::Result<RowAnswer> {
-    use anyhow::Context as _;
     const PATIENCE_MS: u64 = 65_000;
-    let mut client = match ctx.take_session(&row.persona) {
-        Some(client) => client,
-        None => ctx
-            .client(&row.persona)
-            .with_context(|| format!("the profile has no token for persona \"{}\"", row.persona))?,
+    let mut client = match session(ctx, &row.persona).await? {
+        Ok(client) => client,
+        Err(ex) => return Ok(RowAnswer { exchanges: vec![ex], sent: None, no_session: true }),
     };
-    if !client.is_initialized() {
-        let ex = client.initialize().await;
-        if !client.is_initialized() {
-            return Ok(RowAnswer { exchanges: vec![ex], sent: None, no_session: true });
-        }
-    }
     let args = ctx.id_map.outbound(&row.args);
     let mut out = RowAnswer { exchanges: Vec::new(), sent: None, no_session: false };
     let mut waited = 0;
@@ -219,6 +210,71 @@ async fn call_row(
     Ok(out)
 }
 
+/// An initialized session of `persona`: one the run kept, or a new one; `Err` the exchange of an
+/// initialize that failed.
+async fn session(
+    ctx: &crate::context::RunContext,
+    persona: &str,
+) -> anyhow::Result<Result<crate::client::McpClient, Exchange>> {
+    use anyhow::Context as _;
+    let mut client = match ctx.take_session(persona) {
+        Some(client) => client,
+        None => ctx
+            .client(persona)
+            .with_context(|| format!("the profile has no token for persona \"{persona}\""))?,
+    };
+    if !client.is_initialized() {
+        let ex = client.initialize().await;
+        if !client.is_initialized() {
+            return Ok(Err(ex));
+        }
+    }
+    Ok(Ok(client))
+}
+
+/// A cursor matrix row's calls, in order: its first page; if that has a cursor, the changed
+/// arguments alone, then with the cursor (arguments in dataset IDs).
+async fn call_cursor_row(
+    ctx: &crate::context::RunContext,
+    persona: &str,
+    tool: &str,
+    first: &Value,
+    changed: &Value,
+    deadline: Option<std::time::Instant>,
+) -> anyhow::Result<RowAnswer> {
+    let mut client = match session(ctx, persona).await? {
+        Ok(client) => client,
+        Err(ex) => return Ok(RowAnswer { exchanges: vec![ex], sent: None, no_session: true }),
+    };
+    let mut out = RowAnswer { exchanges: Vec::new(), sent: None, no_session: false };
+    let late = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    if !late() {
+        let ex = client.call_tool(tool, ctx.id_map.outbound(first)).await;
+        let cursor = page_cursor(&ex);
+        out.exchanges.push(ex);
+        if let Some(cursor) = cursor
+            && !late()
+        {
+            out.exchanges.push(client.call_tool(tool, ctx.id_map.outbound(changed)).await);
+            if !late() {
+                let args = ctx.id_map.outbound(&with(changed, "cursor", json!(cursor)));
+                out.exchanges.push(client.call_tool(tool, args).await);
+            }
+        }
+    }
+    ctx.give_back(persona.to_owned(), client);
+    Ok(out)
+}
+
+/// The `next_cursor` of a success, as `ConformanceWorld::success` reads it.
+fn page_cursor(ex: &Exchange) -> Option<String> {
+    let structured = ex.structured().filter(|_| !ex.is_error())?;
+    match envelope::parse(structured) {
+        Ok(Parsed::Success { meta, .. }) => meta.next_cursor.filter(|c| !c.is_empty()),
+        _ => None,
+    }
+}
+
 /// Record a row's exchanges in the scenario, in order: the last one is the row's answer
 /// (`w.last()`). A session that could not start fails the step, as the persona's own would.
 fn record_row(w: &mut ConformanceWorld, persona: &str, answer: RowAnswer) -> anyhow::Result<Option<Value>> {
@@ -245,23 +301,58 @@ fn with(args: &Value, key: &str, value: Value) -> Value {
 /// through a restaurant that does not hold it) needs only a refusal; any other, MCP_CURSOR_INVALID.
 #[then("every cursor is refused when one argument it was issued for changes")]
 async fn cursor_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    use futures::StreamExt as _;
     let rows = matrices::cursor_rows(w.dataset());
     let mut misses = Misses::default();
-    for row in &rows {
+    // Rows side by side (`ROWS_AT_ONCE`), each row's calls in order; recorded and judged below
+    // in row order.
+    w.check_deadline()?;
+    let persona = w.persona()?.to_owned();
+    let (ctx, deadline) = (w.ctx_arc(), w.deadline);
+    let args: Vec<(Value, Value)> = rows
+        .iter()
+        .map(|row| {
+            let size = matrices::page_size(row.tool).unwrap_or("limit");
+            (with(&row.base, size, json!(1)), with(&row.changed, size, json!(1)))
+        })
+        .collect();
+    let answers: Vec<anyhow::Result<RowAnswer>> =
+        futures::stream::iter(rows.iter().zip(&args).map(|(row, (first, changed))| {
+            call_cursor_row(&ctx, &persona, row.tool.as_str(), first, changed, deadline)
+        }))
+        .buffered(ROWS_AT_ONCE)
+        .collect()
+        .await;
+    for (row, answer) in rows.iter().zip(answers) {
         let tool = row.tool.as_str();
-        let size = matrices::page_size(row.tool).unwrap_or("limit");
         let name = format!("{tool} with {} changed", row.argument);
-        w.call_tool(tool, with(&row.base, size, json!(1))).await?;
+        let mut exchanges = answer?;
+        if exchanges.no_session {
+            record_row(w, &persona, exchanges)?;
+            continue;
+        }
+        let mut calls = std::mem::take(&mut exchanges.exchanges).into_iter();
+        let mut next = |w: &mut ConformanceWorld| -> anyhow::Result<()> {
+            match calls.next() {
+                Some(ex) => {
+                    w.record(ex);
+                    Ok(())
+                }
+                // Only the run's deadline leaves a row's calls unsent.
+                None => w.check_deadline().and_then(|()| Err(anyhow::anyhow!("a row's call was not sent"))),
+            }
+        };
+        next(w)?;
         let cursor = w.success().ok().and_then(|s| s.meta.next_cursor).filter(|c| !c.is_empty());
-        let Some(cursor) = cursor else {
+        let Some(_) = cursor else {
             misses.add(w, format!("{name}: no cursor to reuse (first page: {})", outcome(w)));
             continue;
         };
-        w.call_tool(tool, with(&row.changed, size, json!(1))).await?;
+        next(w)?;
         // Refused alone: the arguments' own refusal (the same code) is the most a cursor can
         // add; any other answer is not that refusal, and a success serves a foreign page.
         let alone = error_code(w);
-        w.call_tool(tool, with(&with(&row.changed, size, json!(1)), "cursor", json!(cursor))).await?;
+        next(w)?;
         match error_code(w) {
             Some(code) if code == ErrorCode::CursorInvalid.as_str() => {}
             Some(code) if alone.as_deref() == Some(code.as_str()) => {}
