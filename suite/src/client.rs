@@ -23,6 +23,9 @@ const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// How much of a body a failure message shows.
 pub const SHOWN_BYTES: usize = 2048;
 
+/// How a logged call's answer counts before a rate burst (`rules::earlier_answer`).
+pub type Classify = fn(&Exchange) -> crate::rate_verdict::Earlier;
+
 /// One persona's connection to the endpoint.
 #[derive(Debug, Clone)]
 pub struct McpClient {
@@ -35,8 +38,9 @@ pub struct McpClient {
     pub protocol_version: Option<String>,
     next_id: u64,
     timeout: Duration,
-    /// Where its `tools/call`s are logged for the rate bursts (`schedule::CallLog`).
-    log: Option<Arc<crate::schedule::CallLog>>,
+    /// Where its `tools/call`s are logged for the rate bursts (`schedule::CallLog`), and how an
+    /// answer is read there (a rule of a layer above this one: `rules::earlier_answer`).
+    log: Option<(Arc<crate::schedule::CallLog>, Classify)>,
 }
 
 /// How a client reaches the server.
@@ -185,9 +189,9 @@ impl McpClient {
         }
     }
 
-    /// Log the client's `tools/call`s in `log`.
-    pub fn with_log(mut self, log: Arc<crate::schedule::CallLog>) -> McpClient {
-        self.log = Some(log);
+    /// Log the client's `tools/call`s in `log`, each answer read by `classify`.
+    pub fn with_log(mut self, log: Arc<crate::schedule::CallLog>, classify: Classify) -> McpClient {
+        self.log = Some((log, classify));
         self
     }
 
@@ -325,13 +329,13 @@ impl McpClient {
             self.log.as_ref().filter(|_| self.persona.is_some()).map(|_| called_tools(method, &body));
         let sent = Instant::now();
         let ex = self.send(method, body, rpc_id, extra).await;
-        if let (Some(log), Some(persona), Some(tools)) = (&self.log, &self.persona, logged) {
+        if let (Some((log, classify)), Some(persona), Some(tools)) = (&self.log, &self.persona, logged) {
             // Another token in the headers: the call may count against another pair, or none.
             let other_token = extra.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
             let answer = if other_token || tools.len() != 1 {
                 crate::rate_verdict::Earlier::Unknown
             } else {
-                crate::rules::earlier_answer(&ex)
+                classify(&ex)
             };
             for tool in tools {
                 let call = crate::schedule::Logged { sent, answered: Instant::now(), answer };

@@ -249,7 +249,7 @@ impl RunContext {
             // Every session of a persona talks to the persona's one process.
             let conn = pool.connection(persona, token);
             let client = McpClient::stdio(conn, &self.endpoint, Some(persona.to_owned()), self.timeout);
-            return Some(client.with_log(Arc::clone(&self.calls)));
+            return Some(client.with_log(Arc::clone(&self.calls), crate::rules::earlier_answer));
         }
         Some(self.anonymous_client(Some(token.clone()), Some(persona.to_owned())))
     }
@@ -264,7 +264,7 @@ impl RunContext {
                 McpClient::stdio(conn, &self.endpoint, persona, self.timeout)
             }
         };
-        client.with_log(Arc::clone(&self.calls))
+        client.with_log(Arc::clone(&self.calls), crate::rules::earlier_answer)
     }
 }
 

@@ -61,7 +61,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
     };
     // The run's calls, from the first: a rate burst counts those on its pair and tool.
     let calls = Arc::new(crate::schedule::CallLog::default());
-    let mut client = client.with_log(Arc::clone(&calls));
+    let mut client = client.with_log(Arc::clone(&calls), crate::rules::earlier_answer);
     profile.check_server_log()?;
     let (published, runs_left) = match &broken_protocol {
         // Nothing more can be read from this server: the verdict is the fault.
