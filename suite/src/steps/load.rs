@@ -15,24 +15,13 @@
 //! - at the full level (choice `rate-window`), exactly `limit` calls were served: the reference
 //!   refuses call `limit + 1` of its window.
 //!
-//! The burst comes after every scenario of the run using its pair (`schedule::RatePhase`), whose
-//! calls of the tool count in the pair's window: the verdict counts them too, as a prefix of the
-//! burst's calls (`rate_verdict::judge_after`, from the run's `schedule::CallLog`: every call of
-//! the tool as a persona of the pair answered within the last window and a second). So the burst
-//! needs no fresh window, and starts at once (with a control API that moves the clock, the clock
-//! is moved past the windows anyway, and the log forgets what came before). When those earlier
-//! calls leave the reference's window undecided (some more than a window before the refusal,
-//! some without a tool result, or a count off by what an earlier run the suite does not know of
-//! may have left), the burst runs once more a whole [`WAIT`] later, on a fresh window.
-//!
-//! A pair refused before `limit` calls could have been counted had its window in use, by an
-//! earlier run on a server nothing resets: the burst waits what the refusal's `retry_after_ms`
-//! asks, or [`WAIT`] (61 s: every allowed window is fresh again) when it asks nothing or more,
-//! with a countdown on stderr, then starts again (once more after the rest of [`WAIT`] if the
-//! server asked for less and still refuses early); only an early refusal after a whole window
-//! fails. With a control API that moves the clock, the run starts past every earlier window
-//! (`runner`). Only counts, call times and a few exchanges (the first refusal, the first served
-//! calls) are kept, whatever the burst's size.
+//! A pair refused before `limit` calls were served had its window in use, by an earlier run on a
+//! server nothing resets: the burst waits what the refusal's `retry_after_ms` asks, or [`WAIT`]
+//! (61 s: every allowed window is fresh again) when it asks nothing or more, with a countdown on
+//! stderr, then starts again (once more after the rest of [`WAIT`] if the server asked for less
+//! and still refuses early); only an early refusal after a whole window fails. With a control API
+//! that moves the clock, the run starts past every earlier window (`runner`). Only counts, call times and
+//! a few exchanges (the first refusal, the first served calls) are kept, whatever the burst's size.
 
 use std::time::{Duration, Instant};
 
@@ -45,9 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::client::{Exchange, McpClient};
-use crate::rate_verdict::{
-    Answer, Call, EarlierCall, Exactness, IN_FLIGHT, MARGIN_S, Verdict, WINDOW_S, judge_after, keep_sending,
-};
+use crate::rate_verdict::{Answer, Call, Exactness, IN_FLIGHT, Verdict, judge, keep_sending};
 use crate::steps::params::{Quoted, Snake, Target};
 use crate::world::ConformanceWorld;
 
@@ -74,9 +61,8 @@ fn classify(ex: &Exchange, expect: Expect) -> Answer {
     crate::rules::rate_answer(ex, expect == Expect::AnyAnswer)
 }
 
-/// One burst: when it started, its calls, and the few exchanges worth showing.
+/// One burst: its calls, and the few exchanges worth showing.
 struct Burst {
-    start: Instant,
     calls: Vec<Call>,
     served: Vec<Exchange>,
     refusal: Option<Exchange>,
@@ -122,7 +108,7 @@ async fn burst(w: &mut ConformanceWorld, plan: &Plan) -> anyhow::Result<Burst> {
     let args = w.ctx().id_map.outbound(&plan.args);
     let start = Instant::now();
     let mut pending = FuturesUnordered::new();
-    let mut out = Burst { start, calls: Vec::new(), served: Vec::new(), refusal: None, other: None };
+    let mut out = Burst { calls: Vec::new(), served: Vec::new(), refusal: None, other: None };
     let mut next = 1;
     let mut stop = false;
     loop {
@@ -181,42 +167,14 @@ fn wait_for(refusal: Option<&Exchange>) -> Duration {
     asked.map_or(wait_time(), |d| d.min(wait_time()))
 }
 
-/// Wait for a window to end (`why`), with a countdown on stderr; the time counts in the report's
-/// "waited for rate windows".
-async fn wait_for_window(w: &ConformanceWorld, why: &str, wait: Duration) -> anyhow::Result<()> {
+/// Wait for an earlier run's window to end, with a countdown on stderr; the time counts in the
+/// report's "waited for rate windows".
+async fn wait_for_window(w: &ConformanceWorld, tool: &str, wait: Duration) -> anyhow::Result<()> {
+    let persona = w.persona()?.to_owned();
+    let why = format!("rate window of {persona}/{tool} in use by an earlier run");
     let deadline = w.deadline.unwrap_or_else(|| Instant::now() + wait);
-    w.ctx().rate_waits.wait(why, wait, deadline).await;
+    w.ctx().rate_waits.wait(&why, wait, deadline).await;
     w.check_deadline()
-}
-
-/// The run's calls of `tool` on the current persona's pair (any persona of it) that a window may
-/// still count when a burst starts at `start`: answered within a window and [`MARGIN_S`] before
-/// it, since the server last forgot its windows; in seconds since `start`.
-fn earlier_calls(w: &ConformanceWorld, tool: &str, start: Instant) -> anyhow::Result<Vec<EarlierCall>> {
-    let persona = w.persona()?;
-    let personas = crate::schedule::personas(w.dataset());
-    let pair = personas.iter().find(|p| p.name == persona).map(|p| p.pair.clone());
-    let names: Vec<&str> = match &pair {
-        Some(pair) => personas.iter().filter(|p| &p.pair == pair).map(|p| p.name.as_str()).collect(),
-        None => vec![persona],
-    };
-    let reach = Duration::from_secs_f64(WINDOW_S + MARGIN_S);
-    let since = start.checked_sub(reach).unwrap_or(start);
-    let seconds = |t: Instant| -start.saturating_duration_since(t).as_secs_f64();
-    Ok(w.ctx()
-        .calls
-        .earlier(&names, tool, since, start)
-        .into_iter()
-        .map(|c| EarlierCall { answer: c.answer, sent: seconds(c.sent), answered: seconds(c.answered) })
-        .collect())
-}
-
-/// A burst and its verdict, the run's earlier calls on the pair and tool counted.
-async fn judged_burst(w: &mut ConformanceWorld, plan: &Plan) -> anyhow::Result<(Burst, Verdict)> {
-    let run = burst(w, plan).await?;
-    let earlier = earlier_calls(w, &plan.tool, run.start)?;
-    let verdict = judge_after(plan.limit, &earlier, &run.calls);
-    Ok((run, verdict))
 }
 
 /// What the `Then` steps judge, left by the burst step in `saved["burst"]`.
@@ -227,9 +185,6 @@ struct Outcome {
     verdict: Verdict,
     /// The first burst was refused early and waited for the window.
     waited: bool,
-    /// The first burst held but the run's earlier calls left the reference's window undecided:
-    /// this one ran again on a fresh window.
-    again: bool,
     /// Where the first refusal and the first broken call are in the history.
     refusal_at: Option<usize>,
     other_at: Option<usize>,
@@ -243,40 +198,25 @@ async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<(
     // No reset through a control API even when there is one: it would disturb the scenarios
     // running beside this one. A window still in use is waited for, as on any server.
     w.dirty = true;
-    let persona = w.persona()?.to_owned();
-    let (mut run, mut verdict) = judged_burst(w, &plan).await?;
+    let mut run = burst(w, &plan).await?;
+    let mut verdict = judge(plan.limit, &run.calls);
     let mut waited = false;
     if matches!(verdict, Verdict::Early { .. }) {
         // What the server asks first; if that was less than a whole window and the pair is
         // still refused early (a sliding window frees one call at a time), the rest of
         // [`wait_time`] since the first refusal: every allowed window is fresh by then.
-        let why = format!("rate window of {persona}/{} in use by an earlier run", plan.tool);
         let refused_at = Instant::now();
         let asked = wait_for(run.refusal.as_ref());
-        wait_for_window(w, &why, asked).await?;
+        wait_for_window(w, &plan.tool, asked).await?;
         waited = true;
-        (run, verdict) = judged_burst(w, &plan).await?;
+        run = burst(w, &plan).await?;
+        verdict = judge(plan.limit, &run.calls);
         let rest = wait_time().saturating_sub(refused_at.elapsed());
         if matches!(verdict, Verdict::Early { .. }) && asked < wait_time() && !rest.is_zero() {
-            wait_for_window(w, &why, rest).await?;
-            (run, verdict) = judged_burst(w, &plan).await?;
+            wait_for_window(w, &plan.tool, rest).await?;
+            run = burst(w, &plan).await?;
+            verdict = judge(plan.limit, &run.calls);
         }
-    }
-    // The limit held, but whether exactly as the reference's window cannot be told with the
-    // run's earlier calls on the pair (some may be in another window, or in an earlier run's the
-    // suite does not know of): once more on a fresh window, a whole one after this burst.
-    let mut again = false;
-    if let Verdict::Held { exact, earlier, .. } = &verdict
-        && *earlier > 0
-        && *exact != Exactness::Exact
-    {
-        let why = format!(
-            "rate window of {persona}/{} filled by this burst (judged again on a fresh one)",
-            plan.tool
-        );
-        wait_for_window(w, &why, wait_time()).await?;
-        again = true;
-        (run, verdict) = judged_burst(w, &plan).await?;
     }
     for ex in run.served {
         w.record(ex);
@@ -289,8 +229,7 @@ async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<(
         w.record(ex);
         w.history.len() - 1
     });
-    let outcome =
-        Outcome { tool: plan.tool, limit: plan.limit, verdict, waited, again, refusal_at, other_at };
+    let outcome = Outcome { tool: plan.tool, limit: plan.limit, verdict, waited, refusal_at, other_at };
     w.saved.insert(SAVED.to_owned(), serde_json::to_string(&outcome)?);
     Ok(())
 }
@@ -378,24 +317,13 @@ async fn limit_held(w: &mut ConformanceWorld, n: usize) -> anyhow::Result<()> {
     );
     let again = if o.waited { ", again after waiting for an earlier run's window to end" } else { "" };
     match o.verdict {
-        Verdict::Held { served, refused, after_s, exact, earlier } => {
-            let mut of_run =
-                if earlier > 0 { format!(" ({earlier} of them earlier in this run)") } else { String::new() };
-            if o.again {
-                of_run.push_str(", on a fresh window after one the run's earlier calls left undecided");
-            }
+        Verdict::Held { served, refused, after_s, exact } => {
             match exact {
                 Exactness::Exact => {}
                 Exactness::Served(n) => w.ext_difference(
                     "rate-window",
                     format!(
-                        "{n} calls of {tool} served before the first refusal{of_run} (call {refused} of the burst, after {after_s:.1} s); the reference serves exactly {limit} in the window the pair's first call opens"
-                    ),
-                ),
-                Exactness::Uncertain(n) => w.ext_difference(
-                    "rate-window",
-                    format!(
-                        "not judged: {n} earlier calls of {tool} in this run may or may not be in the refusal's window ({served} served in the burst)"
+                        "{n} calls of {tool} served before the first refusal (call {refused}, after {after_s:.1} s); the reference serves exactly {limit} in the window the pair's first call opens"
                     ),
                 ),
                 Exactness::Unjudged(s) => w.ext_difference(
@@ -407,14 +335,11 @@ async fn limit_held(w: &mut ConformanceWorld, n: usize) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Verdict::Early { served, refused, earlier } => {
-            let of_run = if earlier > 0 { format!(" ({earlier} of them earlier in this run)") } else { String::new() };
-            Err(w.fail_about(
-                refusal,
-                expected,
-                format!("call {refused} refused when at most {served} calls could have been served{of_run}{again}"),
-            ))
-        }
+        Verdict::Early { served, refused } => Err(w.fail_about(
+            refusal,
+            expected,
+            format!("call {refused} refused when at most {served} calls could have been served{again}"),
+        )),
         Verdict::NoRefusal { sent, elapsed_s, bound } => Err(w.fail_about(
             w.history.last(),
             expected,
