@@ -256,25 +256,9 @@ fn fuzz_with_a_control_api_fuzzes_writes_too() {
 
 /// A fake server's profile and a fuzz run against it, with its report.
 fn fuzz_fake(fake: &crate::fake::Fake, budget: &str) -> (u8, Value) {
-    let profile = fake.profile(2000);
-    let report = profile.with_file_name("fuzz.json");
-    let outcome = chataigne_conformance::cli::execute_args(
-        [
-            "chataigne-conformance",
-            "fuzz",
-            "--profile",
-            profile.to_str().unwrap(),
-            "--seed",
-            "3",
-            "--budget",
-            budget,
-            "--report-json",
-            report.to_str().unwrap(),
-        ],
-        std::io::sink(),
-    );
-    assert!(outcome.code < 2, "{:?}", outcome.error);
-    (outcome.code, serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap())
+    let run = crate::fuzz_evidence::fuzz(fake, budget);
+    assert!(run.code < 2, "exit {}: {}", run.code, run.report);
+    (run.code, run.report)
 }
 
 #[test]

@@ -181,14 +181,15 @@ impl std::io::Write for Console {
 }
 
 /// What a fuzz run came to: its exit code, its JSON report, its JUnit report, its console.
-struct Run {
-    code: u8,
-    report: Value,
+pub(crate) struct Run {
+    pub(crate) code: u8,
+    pub(crate) report: Value,
     junit: String,
     console: String,
 }
 
-fn fuzz(fake: &Fake, budget: &str) -> Run {
+/// A fuzz run (seed 3) against a fake server, with its JSON and JUnit reports and console.
+pub(crate) fn fuzz(fake: &Fake, budget: &str) -> Run {
     fuzz_with(fake.profile(2000), budget)
 }
 
