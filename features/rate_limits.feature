@@ -8,12 +8,13 @@ Feature: Rate limits
   during the burst). That the very next call is refused is the reference's window (full level).
   A limited pair slows no one else: that is checked once the pair is refused.
   A burst's window would keep the next scenario on its pair waiting for up to a minute, so this
-  file runs last and each burst starts once every scenario using its pair has finished, on fresh
-  windows: the control API's clock moved past them, or else the least wait their calls require
-  (suite/src/schedule.rs). A run leaves its pairs limited for up to a minute on a server nothing
-  resets: a burst refused before its first 1000 (500) calls were served waits what the refusal's
-  retry_after_ms asks (61 s at most, and the rest of 61 s if still refused early), then starts
-  again.
+  file runs last and each burst starts once every scenario using its pair has finished: with a
+  control API the clock moves past their windows; without one the run's earlier calls of the tool
+  on the pair count in the verdict, as the first calls of the burst (suite/src/rate_verdict.rs).
+  A burst that cannot be judged with what the run knows (refused before 1000 (500) calls could
+  have been counted, as when an earlier run left its window full, or not exactly the
+  reference's window with earlier calls in it) runs again a whole minute after its last answer,
+  on a window nothing can be in, and that burst alone is the verdict.
 
   @LIM-2 @LIM-3
   Scenario: A read tool serves 1000 calls a minute, then refuses; nobody else is slowed

@@ -23,6 +23,9 @@ const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// How much of a body a failure message shows.
 pub const SHOWN_BYTES: usize = 2048;
 
+/// How a logged call's answer counts before a rate burst (`rules::earlier_answer`).
+pub type Classify = fn(&Exchange) -> crate::rate_verdict::Earlier;
+
 /// One persona's connection to the endpoint.
 #[derive(Debug, Clone)]
 pub struct McpClient {
@@ -35,6 +38,9 @@ pub struct McpClient {
     pub protocol_version: Option<String>,
     next_id: u64,
     timeout: Duration,
+    /// Where its `tools/call`s are logged for the rate bursts (`schedule::CallLog`), and how an
+    /// answer is read there (a rule of a layer above this one: `rules::earlier_answer`).
+    log: Option<(Arc<crate::schedule::CallLog>, Classify)>,
 }
 
 /// How a client reaches the server.
@@ -155,6 +161,7 @@ impl McpClient {
             protocol_version: None,
             next_id: 0,
             timeout,
+            log: None,
         }
     }
 
@@ -178,7 +185,14 @@ impl McpClient {
             protocol_version: None,
             next_id: 0,
             timeout,
+            log: None,
         }
+    }
+
+    /// Log the client's `tools/call`s in `log`, each answer read by `classify`.
+    pub fn with_log(mut self, log: Arc<crate::schedule::CallLog>, classify: Classify) -> McpClient {
+        self.log = Some((log, classify));
+        self
     }
 
     pub fn is_stdio(&self) -> bool {
@@ -305,6 +319,33 @@ impl McpClient {
     }
 
     async fn post(
+        &mut self,
+        method: &str,
+        body: Vec<u8>,
+        rpc_id: Option<u64>,
+        extra: &[(String, String)],
+    ) -> Exchange {
+        let logged =
+            self.log.as_ref().filter(|_| self.persona.is_some()).map(|_| called_tools(method, &body));
+        let sent = Instant::now();
+        let ex = self.send(method, body, rpc_id, extra).await;
+        if let (Some((log, classify)), Some(persona), Some(tools)) = (&self.log, &self.persona, logged) {
+            // Another token in the headers: the call may count against another pair, or none.
+            let other_token = extra.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
+            let answer = if other_token || tools.len() != 1 {
+                crate::rate_verdict::Earlier::Unknown
+            } else {
+                classify(&ex)
+            };
+            for tool in tools {
+                let call = crate::schedule::Logged { sent, answered: Instant::now(), answer };
+                log.record(persona, &tool, call);
+            }
+        }
+        ex
+    }
+
+    async fn send(
         &mut self,
         method: &str,
         body: Vec<u8>,
@@ -446,6 +487,19 @@ impl McpClient {
             stdio: true,
             sent_strings: Vec::new(),
         }
+    }
+}
+
+/// The tools a request body calls (`tools/call`, alone or in a batch), for the call log.
+fn called_tools(method: &str, body: &[u8]) -> Vec<String> {
+    if method != "tools/call" && method != "raw" {
+        return Vec::new();
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(body) else { return Vec::new() };
+    let one = |m: &Value| (m.get("method") == Some(&json!("tools/call"))).then(|| params_tool(m)).flatten();
+    match &value {
+        Value::Array(batch) => batch.iter().filter_map(one).collect(),
+        single => one(single).into_iter().collect(),
     }
 }
 

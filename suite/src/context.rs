@@ -204,6 +204,8 @@ pub struct RunContext {
     pub broken_protocol: Option<ProtocolFault>,
     /// The time the run spent waiting for rate windows (reported).
     pub rate_waits: crate::schedule::Waits,
+    /// Every `tools/call` of the run, for the rate bursts' verdicts.
+    pub calls: Arc<crate::schedule::CallLog>,
 }
 
 /// A protocol fault found before any scenario runs: the clause and the exchange that shows it.
@@ -246,7 +248,8 @@ impl RunContext {
         if let Some(pool) = &self.stdio {
             // Every session of a persona talks to the persona's one process.
             let conn = pool.connection(persona, token);
-            return Some(McpClient::stdio(conn, &self.endpoint, Some(persona.to_owned()), self.timeout));
+            let client = McpClient::stdio(conn, &self.endpoint, Some(persona.to_owned()), self.timeout);
+            return Some(client.with_log(Arc::clone(&self.calls), crate::rules::earlier_answer));
         }
         Some(self.anonymous_client(Some(token.clone()), Some(persona.to_owned())))
     }
@@ -254,13 +257,14 @@ impl RunContext {
     /// A client with any token (or none). Over stdio it gets a server process of its own,
     /// started with that token (or without the variable), killed when the client drops.
     pub fn anonymous_client(&self, token: Option<String>, persona: Option<String>) -> McpClient {
-        match &self.stdio {
+        let client = match &self.stdio {
             None => McpClient::new(self.http.clone(), &self.endpoint, token, persona, self.timeout),
             Some(pool) => {
                 let conn = pool.command.spawn(token.as_deref());
                 McpClient::stdio(conn, &self.endpoint, persona, self.timeout)
             }
-        }
+        };
+        client.with_log(Arc::clone(&self.calls), crate::rules::earlier_answer)
     }
 }
 

@@ -15,11 +15,31 @@ pub struct Control {
     base: String,
     secret: String,
     timeout: Duration,
+    /// Told when the server forgets its rate windows (a reset, a move of a window or more).
+    log: Option<std::sync::Arc<crate::schedule::CallLog>>,
 }
 
 impl Control {
     pub fn new(http: reqwest::Client, base: &str, secret: &str, timeout: Duration) -> Control {
-        Control { http, base: base.trim_end_matches('/').to_owned(), secret: secret.to_owned(), timeout }
+        Control {
+            http,
+            base: base.trim_end_matches('/').to_owned(),
+            secret: secret.to_owned(),
+            timeout,
+            log: None,
+        }
+    }
+
+    /// Tell `log` when the server's rate windows are cleared.
+    pub fn with_log(mut self, log: std::sync::Arc<crate::schedule::CallLog>) -> Control {
+        self.log = Some(log);
+        self
+    }
+
+    fn windows_cleared(&self) {
+        if let Some(log) = &self.log {
+            log.windows_cleared();
+        }
     }
 
     /// `GET {base}`: the capabilities the control API offers.
@@ -32,14 +52,20 @@ impl Control {
         Ok(caps.iter().filter_map(Value::as_str).map(str::to_owned).collect())
     }
 
+    /// Also clears the rate windows (docs/CONTROL_API.md).
     pub async fn reset(&self) -> anyhow::Result<()> {
-        self.send(reqwest::Method::POST, "/reset", Some(json!({}))).await.map(drop)
+        self.send(reqwest::Method::POST, "/reset", Some(json!({}))).await?;
+        self.windows_cleared();
+        Ok(())
     }
 
+    /// A move of a window (60 s) or more leaves every rate window behind.
     pub async fn advance_clock(&self, seconds: u64) -> anyhow::Result<()> {
-        self.send(reqwest::Method::POST, "/clock/advance", Some(json!({ "seconds": seconds })))
-            .await
-            .map(drop)
+        self.send(reqwest::Method::POST, "/clock/advance", Some(json!({ "seconds": seconds }))).await?;
+        if seconds >= crate::rate_verdict::WINDOW_S as u64 {
+            self.windows_cleared();
+        }
+        Ok(())
     }
 
     /// `fault` is the body of `POST /faults`, e.g. `{"tool": "get_order", "error": "internal"}`.

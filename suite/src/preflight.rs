@@ -55,10 +55,13 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         None => profile.endpoint().to_owned(),
     };
 
-    let (mut client, broken_protocol) = match &stdio {
+    let (client, broken_protocol) = match &stdio {
         Some(pool) => (connect_stdio(&profile, pool, timeout).await?, None),
         None => connect(&profile, &http, &endpoint, timeout).await?,
     };
+    // The run's calls, from the first: a rate burst counts those on its pair and tool.
+    let calls = Arc::new(crate::schedule::CallLog::default());
+    let mut client = client.with_log(Arc::clone(&calls), crate::rules::earlier_answer);
     profile.check_server_log()?;
     let (published, runs_left) = match &broken_protocol {
         // Nothing more can be read from this server: the verdict is the fault.
@@ -76,7 +79,8 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
     let control = match &profile.control {
         None => None,
         Some(cfg) => {
-            let control = Control::new(http.clone(), &cfg.url, &cfg.secret, timeout);
+            let control =
+                Control::new(http.clone(), &cfg.url, &cfg.secret, timeout).with_log(Arc::clone(&calls));
             match control.probe().await {
                 Ok(features) => capabilities.control_features = features,
                 Err(e) => bail!("the profile's control API does not answer: {e:#}"),
@@ -103,6 +107,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         sessions: Default::default(),
         broken_protocol,
         rate_waits: Default::default(),
+        calls,
     })
 }
 

@@ -37,6 +37,37 @@ pub enum Answer {
     Other,
 }
 
+/// A window: every allowed limiter counts a call for at most this long after it handled it.
+pub const WINDOW_S: f64 = 60.0;
+
+/// What an earlier call of the run must be within (a window and this, before the refusal was
+/// sent) to be one the server may still count: clocks that round to the second.
+pub const MARGIN_S: f64 = 1.0;
+
+/// What a call of the run made before the burst, on the burst's pair and tool, came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Earlier {
+    /// A success: every allowed window counts it.
+    Served,
+    /// A tool error other than a rate limit (a refusal of its arguments, its access, …): the
+    /// reference counts it (choice `failed-calls-count`), another server may not.
+    Refused,
+    /// Refused for its rate: a window full then, which the run may not know all of (an earlier
+    /// run's). The reference's window at a later call was opened after it.
+    Limited,
+    /// No tool result (no answer, an HTTP or JSON-RPC error, another token): counted or not.
+    Unknown,
+}
+
+/// A call of the run before the burst on its pair and tool: when it left and came back, in
+/// seconds since the burst started (so both negative).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EarlierCall {
+    pub answer: Earlier,
+    pub sent: f64,
+    pub answered: f64,
+}
+
 /// One call of a burst: its place in the order of sending (1-based), and when it left and came
 /// back, in seconds since the burst started.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,16 +88,23 @@ pub enum Exactness {
     /// The first `limit + 1` calls took this many seconds, more than one window: the reference's
     /// behaviour cannot be told from another's.
     Unjudged(f64),
+    /// The run's earlier calls on the pair may or may not be in the refusal's window (this many:
+    /// some more than a window before the refusal, or ones without a tool result, or sent while
+    /// an earlier refusal was on its way back).
+    Uncertain(usize),
 }
 
 /// What a burst shows about the rate limit of its pair and tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Verdict {
-    /// At least `limit` calls served, then a refusal within the bound.
-    Held { served: usize, refused: usize, after_s: f64, exact: Exactness },
+    /// At least `limit` calls served, then a refusal within the bound. `served` counts the
+    /// burst's calls; `exact` judges them with the `earlier` calls of the run in the refusal's
+    /// window.
+    Held { served: usize, refused: usize, after_s: f64, exact: Exactness, earlier: usize },
     /// Call `refused` was refused though at most `served` < `limit` calls could have been served
-    /// before it: the window was in use, or the server limits below the contract's rate.
-    Early { served: usize, refused: usize },
+    /// before it (`earlier` of them earlier in the run): the window was in use, or the server
+    /// limits below the contract's rate.
+    Early { served: usize, refused: usize, earlier: usize },
     /// `sent` calls in `elapsed_s` seconds, more than any allowed window serves (`bound`), and
     /// no refusal (or the first one only after that many).
     NoRefusal { sent: usize, elapsed_s: f64, bound: usize },
@@ -76,10 +114,26 @@ pub enum Verdict {
     Broken { index: usize },
 }
 
-/// The verdict on a burst of `calls` (in any order) against `limit` calls a minute. A burst
-/// without a refusal has either gone past the bound (a limit missing or too high) or run out of
-/// time ([`keep_sending`]).
+/// The verdict on a burst of `calls` (in any order) against `limit` calls a minute, on a pair
+/// the run has not called with the tool in the last window. A burst without a refusal has either
+/// gone past the bound (a limit missing or too high) or run out of time ([`keep_sending`]).
 pub fn judge(limit: usize, calls: &[Call]) -> Verdict {
+    judge_after(limit, &[], calls)
+}
+
+/// The verdict on a burst of `calls` that `earlier` calls of the run on the same pair and tool
+/// preceded: the whole sequence, judged against every window the seed allows.
+/// - The limit held if at least `limit` calls may have been counted when the refusal came: the
+///   burst's calls sent before it came back, and every earlier call answered less than a window
+///   (and [`MARGIN_S`]) before it was sent — whatever their answer, since a server may count a
+///   failed call (the reference does). Fewer: an early refusal.
+/// - The bound is the burst's alone: from any state, a window serves at most [`bound`] calls in
+///   the burst's seconds (a used window serves fewer).
+/// - The reference's window (exactness): the earlier calls since the last one refused for its
+///   rate opened the window, and with the burst's served calls they make exactly `limit` —
+///   when they and the refusal fit in one window and each got a tool result; else
+///   [`Exactness::Uncertain`].
+pub fn judge_after(limit: usize, earlier: &[EarlierCall], calls: &[Call]) -> Verdict {
     let first_limited = calls
         .iter()
         .filter(|c| c.answer == Answer::Limited)
@@ -110,8 +164,13 @@ pub fn judge(limit: usize, calls: &[Call]) -> Verdict {
     // came back.
     let served_before =
         calls.iter().filter(|c| c.answer == Answer::Served && c.sent <= refusal.answered).count();
-    if served_before < limit {
-        return Verdict::Early { served: served_before, refused: refusal.index };
+    let counted_earlier = earlier.iter().filter(|c| c.answered > refusal.sent - WINDOW_S - MARGIN_S).count();
+    if served_before + counted_earlier < limit {
+        return Verdict::Early {
+            served: served_before + counted_earlier,
+            refused: refusal.index,
+            earlier: counted_earlier,
+        };
     }
     let sent_before = refusal.index - 1;
     let allowed = bound(limit, refusal.answered);
@@ -121,14 +180,40 @@ pub fn judge(limit: usize, calls: &[Call]) -> Verdict {
     let served = calls.iter().filter(|c| c.answer == Answer::Served).count();
     let first_sent = calls.iter().map(|c| c.sent).fold(f64::INFINITY, f64::min);
     let span = refusal.sent - first_sent;
-    let exact = if span >= 60.0 {
+    let (window, uncertain) = reference_window(earlier, refusal);
+    let exact = if uncertain > 0 {
+        Exactness::Uncertain(uncertain)
+    } else if span >= WINDOW_S {
         Exactness::Unjudged(span)
-    } else if served == limit {
+    } else if window + served == limit {
         Exactness::Exact
     } else {
-        Exactness::Served(served)
+        Exactness::Served(window + served)
     };
-    Verdict::Held { served, refused: refusal.index, after_s: refusal.answered, exact }
+    Verdict::Held { served, refused: refusal.index, after_s: refusal.answered, exact, earlier: window }
+}
+
+/// The earlier calls in the reference's window at `refusal`, if they are certain: those since
+/// the last earlier refusal for the rate came back (the window that refused was full, so the
+/// next call answered otherwise opened a new one). Uncertain: some of them without a tool
+/// result, sent while that refusal was on its way back, or so early that the refusal may be in
+/// a later window. `(in the window, uncertain)`.
+fn reference_window(earlier: &[EarlierCall], refusal: &Call) -> (usize, usize) {
+    let limited = earlier.iter().filter(|c| c.answer == Earlier::Limited);
+    let last_limited_sent = limited.clone().map(|c| c.sent).fold(f64::NEG_INFINITY, f64::max);
+    let last_limited_back = limited.map(|c| c.answered).fold(f64::NEG_INFINITY, f64::max);
+    let since: Vec<&EarlierCall> =
+        earlier.iter().filter(|c| c.answer != Earlier::Limited && c.answered > last_limited_sent).collect();
+    let first_sent = since.iter().map(|c| c.sent).fold(f64::INFINITY, f64::min);
+    let uncertain = since
+        .iter()
+        .filter(|c| {
+            c.answer == Earlier::Unknown
+                || c.sent <= last_limited_back
+                || refusal.answered - first_sent >= WINDOW_S
+        })
+        .count();
+    (since.len(), uncertain)
 }
 
 #[cfg(test)]
@@ -138,7 +223,10 @@ mod tests {
 
     use std::collections::VecDeque;
 
-    use super::{Answer, Call, Exactness, IN_FLIGHT, Verdict, bound, judge, keep_sending};
+    use super::{
+        Answer, Call, Earlier, EarlierCall, Exactness, IN_FLIGHT, Verdict, bound, judge, judge_after,
+        keep_sending,
+    };
 
     /// A server's rate limiter: whether the call it handles at `t` (seconds) is served.
     trait Limiter {
@@ -264,7 +352,7 @@ mod tests {
     }
 
     fn bucket(limit: usize) -> Bucket {
-        Bucket { limit: limit as f64, tokens: limit as f64, last: 0.0 }
+        Bucket { limit: limit as f64, tokens: limit as f64, last: f64::NEG_INFINITY }
     }
 
     fn reference(limit: usize) -> Reference {
@@ -446,7 +534,7 @@ mod tests {
         // An earlier run filled the window 30 s ago.
         let mut server = Reference { limit: 1000, start: Some(-30.0), count: 1000 };
         let calls = simulate(1000, &mut server, |_| FAST);
-        assert_eq!(judge(1000, &calls), Verdict::Early { served: 0, refused: 1 });
+        assert_eq!(judge(1000, &calls), Verdict::Early { served: 0, refused: 1, earlier: 0 });
         // Calendar minutes: an earlier run in the same minute, the burst 2 s before :00.
         let mut server = Calendar { limit: 1000, offset: 58.0, minute: 0, count: 1000 };
         assert!(matches!(judge(1000, &simulate(1000, &mut server, |_| FAST)), Verdict::Early { .. }));
@@ -480,5 +568,173 @@ mod tests {
     fn a_call_neither_served_nor_refused_breaks_the_burst() {
         let calls = simulate(1000, &mut Unlimited { calls: 0, broken: Some(10) }, |_| FAST);
         assert_eq!(judge(1000, &calls), Verdict::Broken { index: 10 });
+    }
+
+    /// The run's calls before the burst on its pair and tool, made one at a time at `times`
+    /// (seconds, negative) and answered after `FAST`: every third one a refusal of its arguments
+    /// (a matrix's), which `server` counts when `counts_refused`.
+    fn before(server: &mut dyn Limiter, times: &[f64], counts_refused: bool) -> Vec<EarlierCall> {
+        times
+            .iter()
+            .enumerate()
+            .map(|(k, &t)| {
+                let refused = k % 3 == 2;
+                let answer = if refused && !counts_refused {
+                    Earlier::Refused
+                } else {
+                    match server.hit(t + FAST / 2.0) {
+                        Answer::Limited => Earlier::Limited,
+                        _ if refused => Earlier::Refused,
+                        _ => Earlier::Served,
+                    }
+                };
+                EarlierCall { answer, sent: t, answered: t + FAST }
+            })
+            .collect()
+    }
+
+    /// `n` calls evenly over the `span` seconds before the burst.
+    fn spread(n: usize, span: f64) -> Vec<f64> {
+        (0..n).map(|k| -span + k as f64 * span / n as f64).collect()
+    }
+
+    #[test]
+    fn the_runs_earlier_calls_complete_the_reference_window() {
+        for limit in [1000, 500] {
+            for (n, span) in [(12, 3.0), (40, 30.0), (5, 0.5), (1, 0.02)] {
+                let mut server = reference(limit);
+                let earlier = before(&mut server, &spread(n, span), true);
+                let calls = simulate(limit, &mut server, |_| FAST);
+                // Judged alone, the burst looks refused early: the earlier calls are needed.
+                let alone = judge(limit, &calls);
+                assert_eq!(alone, Verdict::Early { served: limit - n, refused: limit - n + 1, earlier: 0 });
+                let v = judge_after(limit, &earlier, &calls);
+                assert_eq!(held(&v), (limit - n, Exactness::Exact), "{limit}, {n} in {span} s: {v:?}");
+                assert!(matches!(v, Verdict::Held { earlier, .. } if earlier == n), "{v:?}");
+                // A sliding window that counts every call looks the same.
+                let mut server = sliding(limit);
+                let earlier = before(&mut server, &spread(n, span), true);
+                let v = judge_after(limit, &earlier, &simulate(limit, &mut server, |_| FAST));
+                assert_eq!(held(&v).1, Exactness::Exact, "sliding, {limit}, {n} in {span} s: {v:?}");
+            }
+        }
+    }
+
+    /// Whatever the second the run starts, the window's kind, whether it counts failed calls and
+    /// how the earlier calls spread: the limit holds (seed level); on the reference's window the
+    /// burst is exact, or undecided with earlier calls counted (`steps::load` then judges a
+    /// burst on a fresh window).
+    #[test]
+    fn with_earlier_calls_every_allowed_window_holds_whatever_the_second() {
+        let shapes = [spread(12, 3.0), spread(30, 45.0), spread(6, 59.5), vec![-60.5, -30.0, -0.2]];
+        for times in &shapes {
+            for counts_refused in [true, false] {
+                for quarter in 0..240 {
+                    let offset = quarter as f64 / 4.0;
+                    let mut server = calendar(1000, offset);
+                    let earlier = before(&mut server, times, counts_refused);
+                    let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+                    let (served, _) = held(&v);
+                    assert!(served <= 2000, "calendar at {offset}: {v:?}");
+                }
+                let mut server = bucket(1000);
+                let earlier = before(&mut server, times, counts_refused);
+                held(&judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST)));
+                let mut server = sliding(1000);
+                let earlier = before(&mut server, times, counts_refused);
+                held(&judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST)));
+            }
+            // The reference opens its window at the run's first call (no earlier run here): the
+            // second the run started changes nothing.
+            let mut server = reference(1000);
+            let earlier = before(&mut server, times, true);
+            let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+            let Verdict::Held { exact, earlier, .. } = &v else { panic!("{v:?}") };
+            assert!(*exact == Exactness::Exact || *earlier > 0, "{times:?}: {v:?}");
+        }
+    }
+
+    #[test]
+    fn a_window_split_by_the_earlier_calls_is_never_taken_for_exact() {
+        // The window the run's first call opened ends during the burst.
+        for first in [-59.99, -59.9, -59.7, -59.5] {
+            let mut server = reference(1000);
+            let earlier = before(&mut server, &[first, -30.0, -1.0], true);
+            let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+            let Verdict::Held { exact, earlier, .. } = &v else { panic!("{first}: {v:?}") };
+            assert_ne!(*exact, Exactness::Exact, "{first}: {v:?}");
+            assert!(*earlier > 0, "{first}: the burst is judged again on a fresh window: {v:?}");
+        }
+        // Inside one window: exact.
+        let mut server = reference(1000);
+        let earlier = before(&mut server, &[-55.0, -30.0, -1.0], true);
+        let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+        assert_eq!(held(&v), (997, Exactness::Exact));
+    }
+
+    #[test]
+    fn an_earlier_runs_window_the_run_does_not_know_is_early_or_undecided() {
+        // An earlier run opened the window `ago` seconds before the burst and made `count` calls
+        // in it; this run's calls follow. Never exact: refused early (then waited for), or held
+        // with earlier calls (then judged again on a fresh window).
+        for ago in [59.99, 59.8, 59.5, 58.0, 40.0, 5.0] {
+            for count in [1, 10, 500, 1000] {
+                let mut server = Reference { limit: 1000, start: Some(-ago), count };
+                let earlier = before(&mut server, &spread(4, 2.0), true);
+                let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+                match &v {
+                    Verdict::Early { .. } => {}
+                    Verdict::Held { exact, earlier, .. } => {
+                        assert!(*exact != Exactness::Exact && *earlier > 0, "{ago} s, {count}: {v:?}")
+                    }
+                    other => panic!("{ago} s, {count}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn after_a_refusal_for_the_rate_the_window_counts_from_the_next_call() {
+        // A rerun: an earlier run's window, full, ends 5 s before the burst; this run's calls
+        // were refused in it, then served in a new one.
+        let mut server = Reference { limit: 1000, start: Some(-65.0), count: 1000 };
+        let earlier = before(&mut server, &[-20.0, -15.0, -4.0, -3.0, -2.5], true);
+        assert_eq!(earlier.iter().filter(|c| c.answer == Earlier::Limited).count(), 2);
+        let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+        assert_eq!(held(&v), (997, Exactness::Exact), "{v:?}");
+        assert!(matches!(v, Verdict::Held { earlier: 3, .. }), "{v:?}");
+    }
+
+    #[test]
+    fn an_earlier_call_without_a_tool_result_leaves_the_window_uncertain() {
+        let mut server = reference(1000);
+        let mut earlier = before(&mut server, &spread(6, 3.0), true);
+        earlier[4].answer = Earlier::Unknown;
+        let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+        assert!(matches!(v, Verdict::Held { exact: Exactness::Uncertain(1), earlier: 6, .. }), "{v:?}");
+    }
+
+    #[test]
+    fn earlier_calls_do_not_hide_a_limit_below_the_contract() {
+        // 990 a minute, every call counted: 12 earlier calls, 978 in the burst.
+        let mut server = Below(990);
+        let earlier = before(&mut server, &spread(12, 3.0), true);
+        let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+        assert_eq!(v, Verdict::Early { served: 990, refused: 979, earlier: 12 });
+        // Calls out of every window by the refusal count for nothing: a sliding window of 950
+        // that 100 calls 62–70 s before the burst filled is refused early still.
+        let mut server = sliding(950);
+        let earlier = before(
+            &mut server,
+            &spread(100, 70.0).into_iter().map(|t| t * 8.0 / 70.0 - 62.0).collect::<Vec<_>>(),
+            true,
+        );
+        let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+        assert!(matches!(v, Verdict::Early { served: 950, earlier: 0, .. }), "{v:?}");
+        // No limit: the bound is the burst's, earlier calls or not.
+        let mut server = Unlimited { calls: 0, broken: None };
+        let earlier = before(&mut server, &spread(12, 3.0), true);
+        let v = judge_after(1000, &earlier, &simulate(1000, &mut server, |_| FAST));
+        assert!(matches!(v, Verdict::NoRefusal { .. }), "{v:?}");
     }
 }

@@ -91,7 +91,6 @@ where
     let after_ctx = Arc::clone(&ctx);
     let after_log = Rc::clone(&log);
     let after_rates = Arc::clone(&rates);
-    let after_personas = Arc::clone(&personas);
     let cucumber = Cucumber::<ConformanceWorld, _, _, _, _, cli::Empty>::custom(
         FeatureParser { capabilities: capabilities.clone() },
         cucumber::runner::Basic::default(),
@@ -121,7 +120,7 @@ where
             let needs = scenario_needs(feature, rule, scenario, &personas);
             // A burst goes once the scenarios using its pairs are done, on fresh windows.
             if !needs.exhausts.is_empty() {
-                fresh_windows(&ctx, &rates, &locks, &needs, deadline).await;
+                fresh_windows(&ctx, &rates, &locks, deadline).await;
             }
             // Wait until no conflicting scenario runs (crate::schedule).
             world.whole_server = needs.whole_server();
@@ -132,11 +131,10 @@ where
         }
         .boxed_local()
     })
-    .after(move |feature, rule, scenario, _finished, world| {
+    .after(move |feature, _rule, scenario, _finished, world| {
         let log = Rc::clone(&after_log);
         let ctx = Arc::clone(&after_ctx);
-        let needs = scenario_needs(feature, rule, scenario, &after_personas);
-        after_rates.finished(&rate_key(feature, scenario), &needs);
+        after_rates.finished(&rate_key(feature, scenario));
         async move {
             let Some(world) = world else { return };
             world.give_back_sessions();
@@ -303,19 +301,20 @@ fn can_move_clock(ctx: &RunContext) -> bool {
 }
 
 /// Before a burst (`needs.exhausts`): every scenario using one of its pairs has finished
-/// ([`crate::schedule::RatePhase`]); then the windows those scenarios opened are made fresh:
-/// the clock moved past them once for the whole phase, with nothing else running (the control
-/// API), or else waited out, the least the run's own last call on the pairs requires.
+/// ([`crate::schedule::RatePhase`]), so the run's calls on the pairs are all known; then, with a
+/// control API that moves the clock, the windows those scenarios opened are made fresh, the clock
+/// moved past them once for the whole phase with nothing else running. With no clock to move
+/// the burst starts at once: its verdict counts the run's earlier calls on its pair and tool
+/// (`rate_verdict::judge_after`, `steps::load`).
 async fn fresh_windows(
     ctx: &Arc<RunContext>,
     rates: &crate::schedule::RatePhase,
     locks: &crate::schedule::Locks,
-    needs: &crate::schedule::Needs,
     deadline: std::time::Instant,
 ) {
     rates.users_done(deadline).await;
     if let Some(control) = ctx.control.as_ref().filter(|_| can_move_clock(ctx)) {
-        let moved = rates
+        rates
             .clear_once(|| async {
                 let _alone = locks.acquire(&crate::schedule::Needs::whole_server_only()).await;
                 match control.advance_clock(RATE_WINDOW_S).await {
@@ -327,17 +326,6 @@ async fn fresh_windows(
                 }
             })
             .await;
-        if moved {
-            return;
-        }
-    }
-    let Some(last) = rates.last_use(&needs.exhausts) else { return };
-    let end = last + std::time::Duration::from_secs(RATE_WINDOW_S);
-    let wait = end.saturating_duration_since(std::time::Instant::now());
-    if !wait.is_zero() {
-        let pairs: Vec<String> = needs.exhausts.iter().map(|w| format!("{}/{}", w.pair, w.tool)).collect();
-        let why = format!("rate windows of {} used earlier in this run", pairs.join(", "));
-        ctx.rate_waits.wait(&why, wait, deadline).await;
     }
 }
 

@@ -16,11 +16,11 @@
 //! not enough: a scenario that *uses* a rate pair (OAuth client, user) after another *exhausted*
 //! one of its tools would wait for the window. The [`RatePhase`] plans them apart: a scenario that
 //! exhausts windows ([`Needs::exhausts`]) starts only once every scenario of the run that uses
-//! one of the exhausted pairs ([`Needs::uses`]) has finished, and then on fresh windows: the
-//! control API's clock moved past them once for the whole phase, or, with no clock to move, after
-//! the least wait the run's own calls require. The parser puts the features that exhaust windows
-//! last (`features::FeatureParser`), so the bursts wait on scenarios already running, never on ones
-//! not yet started.
+//! one of the exhausted pairs ([`Needs::uses`]) has finished: then the control API's clock is
+//! moved past their windows once for the whole phase or, with no clock to move, the burst's
+//! verdict counts the run's calls on its pair and tool, all known by then ([`CallLog`]). The
+//! parser puts the features that exhaust windows last (`features::FeatureParser`), so the bursts
+//! wait on scenarios already running, never on ones not yet started.
 //!
 //! Orders moved forward are not locked but *claimed* one by one (`Claims`): two scenarios never
 //! pick the same order, however they interleave.
@@ -175,8 +175,6 @@ struct PhaseState {
     exhausted: BTreeSet<Pair>,
     /// Scenarios that use an exhausted pair and have not finished, by key.
     pending: HashMap<String, usize>,
-    /// When the last scenario using each exhausted pair finished.
-    last_use: HashMap<Pair, Instant>,
 }
 
 impl RatePhase {
@@ -201,18 +199,13 @@ impl RatePhase {
     }
 
     /// A scenario finished (its after hook).
-    pub fn finished(&self, key: &str, needs: &Needs) {
+    pub fn finished(&self, key: &str) {
         let mut state = self.state();
         if let Some(n) = state.pending.get_mut(key) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 state.pending.remove(key);
             }
-        }
-        let now = Instant::now();
-        let used: Vec<Pair> = needs.uses.iter().filter(|p| state.exhausted.contains(*p)).cloned().collect();
-        for pair in used {
-            state.last_use.insert(pair, now);
         }
         drop(state);
         self.changed.notify_waiters();
@@ -237,13 +230,6 @@ impl RatePhase {
         }
     }
 
-    /// When the run last called as one of `windows`' pairs (the finish of the last scenario
-    /// using it).
-    pub fn last_use<'a>(&self, windows: impl IntoIterator<Item = &'a Window>) -> Option<Instant> {
-        let state = self.state();
-        windows.into_iter().filter_map(|w| state.last_use.get(&w.pair).copied()).max()
-    }
-
     /// Runs `clear` (moving the server's clock past every window) once for the whole phase;
     /// every burst waits for it. Whether the windows are fresh.
     pub async fn clear_once<F>(&self, clear: impl FnOnce() -> F) -> bool
@@ -251,6 +237,57 @@ impl RatePhase {
         F: std::future::Future<Output = bool>,
     {
         *self.cleared.get_or_init(clear).await
+    }
+}
+
+/// Every `tools/call` of the run, by persona and tool, with when it left, when it came back and
+/// what it came to: a burst's verdict counts the run's earlier calls on its pair and tool
+/// (`rate_verdict::judge_after`) instead of waiting for them to leave every window.
+#[derive(Debug, Default)]
+pub struct CallLog {
+    state: Mutex<LogState>,
+}
+
+#[derive(Debug, Default)]
+struct LogState {
+    calls: HashMap<(String, String), Vec<Logged>>,
+    /// When the server last forgot every window (a reset, the clock moved a window ahead).
+    cleared: Option<Instant>,
+}
+
+/// One call of the log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Logged {
+    pub sent: Instant,
+    pub answered: Instant,
+    pub answer: crate::rate_verdict::Earlier,
+}
+
+impl CallLog {
+    pub fn record(&self, persona: &str, tool: &str, call: Logged) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.calls.entry((persona.to_owned(), tool.to_owned())).or_default().push(call);
+    }
+
+    /// The server forgot every rate window now (the control API reset it or moved its clock a
+    /// window ahead): calls sent before count no more.
+    pub fn windows_cleared(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).cleared = Some(Instant::now());
+    }
+
+    /// The calls of `tool` as any of `personas` sent before `before` and answered after `since`,
+    /// since the windows were last cleared, in the order they were sent.
+    pub fn earlier(&self, personas: &[&str], tool: &str, since: Instant, before: Instant) -> Vec<Logged> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<Logged> = personas
+            .iter()
+            .filter_map(|p| state.calls.get(&((*p).to_owned(), tool.to_owned())))
+            .flatten()
+            .filter(|c| c.sent < before && c.answered > since && state.cleared.is_none_or(|t| c.sent >= t))
+            .copied()
+            .collect();
+        out.sort_by_key(|c| c.sent);
+        out
     }
 }
 
@@ -428,7 +465,7 @@ mod tests {
         let waiting = tokio::spawn(async move { p2.users_done(far).await });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiting.is_finished(), "the burst waits while a user has not finished");
-        phase.finished("matrix", &user);
+        phase.finished("matrix");
         tokio::time::timeout(Duration::from_secs(1), waiting).await.expect("then it goes").unwrap();
     }
 

@@ -220,6 +220,11 @@ impl ConformanceWorld {
         }
     }
 
+    /// The run context, to share with calls made side by side.
+    pub fn ctx_arc(&self) -> Arc<RunContext> {
+        Arc::clone(self.ctx.as_ref().expect("the before hook installs the run context"))
+    }
+
     pub fn ctx(&self) -> &RunContext {
         // The before hook installs it before any step; a missing one is a bug of the runner.
         self.ctx.as_deref().expect("the before hook installs the run context")

@@ -159,7 +159,7 @@ fn judge(engine: &Engine<'_>, case: &RateCase) -> Vec<Observed> {
         };
     let mut out = Vec::new();
     match rate_verdict::judge(limit, &calls) {
-        Verdict::Early { served, refused } if served as u64 + case.prior < limit as u64 => {
+        Verdict::Early { served, refused, .. } if served as u64 + case.prior < limit as u64 => {
             if let Some(ex) = &refusal {
                 let detail = format!(
                     "{who}: call {refused} of a burst refused for its rate when at most {served} calls (and {} earlier ones) could have been served; the contract serves {limit} a minute",

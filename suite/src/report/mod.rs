@@ -80,8 +80,9 @@ pub struct Report {
 /// Where a run's time went.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Timing {
-    /// Seconds spent waiting for rate windows (an earlier run's on a server nothing resets, or
-    /// this run's own before a burst when the clock cannot be moved); overlapping waits count once.
+    /// Seconds spent waiting for rate windows (an earlier run's on a server nothing resets, or a
+    /// burst's own before it runs again on a fresh window when the run's earlier calls on its pair
+    /// left the reference's window undecided); overlapping waits count once.
     pub waited_for_rate_windows_s: f64,
 }
 

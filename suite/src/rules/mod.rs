@@ -175,6 +175,20 @@ pub fn rate_answer(ex: &Exchange, any_answer: bool) -> Answer {
     if served { Answer::Served } else { Answer::Other }
 }
 
+/// What a call made before a burst on its pair and tool came to (`rate_verdict::Earlier`): a
+/// tool result tells served, refused for its rate or refused otherwise; anything else is unknown.
+pub fn earlier_answer(ex: &Exchange) -> crate::rate_verdict::Earlier {
+    use crate::rate_verdict::Earlier;
+    if ex.result().is_none() {
+        return Earlier::Unknown;
+    }
+    match rate_answer(ex, false) {
+        Answer::Limited => Earlier::Limited,
+        Answer::Served => Earlier::Served,
+        Answer::Other => Earlier::Refused,
+    }
+}
+
 /// `… has exactly N instructions "TEXT"`, one page: how many items under `data.{key}` have
 /// `field` equal to `text`. `None`: the page cannot be read that way (no such array, an item
 /// without a string `field`).

@@ -15,13 +15,20 @@
 //! - at the full level (choice `rate-window`), exactly `limit` calls were served: the reference
 //!   refuses call `limit + 1` of its window.
 //!
-//! A pair refused before `limit` calls were served had its window in use, by an earlier run on a
-//! server nothing resets: the burst waits what the refusal's `retry_after_ms` asks, or [`WAIT`]
-//! (61 s: every allowed window is fresh again) when it asks nothing or more, with a countdown on
-//! stderr, then starts again (once more after the rest of [`WAIT`] if the server asked for less
-//! and still refuses early); only an early refusal after a whole window fails. With a control API
-//! that moves the clock, the run starts past every earlier window (`runner`). Only counts, call times and
-//! a few exchanges (the first refusal, the first served calls) are kept, whatever the burst's size.
+//! The burst comes after every scenario of the run using its pair (`schedule::RatePhase`), whose
+//! calls of the tool count in the pair's window: the verdict counts them too, as a prefix of the
+//! burst's calls (`rate_verdict::judge_after`, from the run's `schedule::CallLog`: every call of
+//! the tool as a persona of the pair answered within the last window and a second). So the burst
+//! needs no fresh window, and starts at once (with a control API that moves the clock, the clock
+//! is moved past the windows anyway, and the log forgets what came before).
+//!
+//! What the run cannot know is an earlier run's calls on a server nothing resets. A first burst
+//! refused before `limit` calls could have been counted, or one that held but not exactly as the
+//! reference's window with earlier calls in it, may show them: it is never the verdict. The burst
+//! runs again a whole [`WAIT`] (61 s, every allowed window fresh again) after the first one's last
+//! answer, with a countdown on stderr, and that burst, judged alone, is the verdict (an early
+//! refusal then fails). Only counts, call times and a few exchanges (the first refusal, the first
+//! served calls) are kept, whatever the burst's size.
 
 use std::time::{Duration, Instant};
 
@@ -34,12 +41,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::client::{Exchange, McpClient};
-use crate::rate_verdict::{Answer, Call, Exactness, IN_FLIGHT, Verdict, judge, keep_sending};
+use crate::rate_verdict::{
+    Answer, Call, EarlierCall, Exactness, IN_FLIGHT, MARGIN_S, Verdict, WINDOW_S, judge_after, keep_sending,
+};
 use crate::steps::params::{Quoted, Snake, Target};
 use crate::world::ConformanceWorld;
 
-/// How long a burst refused too early waits before starting again: every allowed window is
-/// fresh 60 s after the earlier run's last counted call, which came before the refusal.
+/// How long a burst that cannot be the verdict waits before starting again, from its last answer:
+/// every allowed window is fresh 60 s after the last call it counted.
 pub const WAIT: Duration = Duration::from_secs(61);
 
 /// Overrides [`WAIT`], in milliseconds (tests).
@@ -61,8 +70,9 @@ fn classify(ex: &Exchange, expect: Expect) -> Answer {
     crate::rules::rate_answer(ex, expect == Expect::AnyAnswer)
 }
 
-/// One burst: its calls, and the few exchanges worth showing.
+/// One burst: when it started, its calls, and the few exchanges worth showing.
 struct Burst {
+    start: Instant,
     calls: Vec<Call>,
     served: Vec<Exchange>,
     refusal: Option<Exchange>,
@@ -108,7 +118,7 @@ async fn burst(w: &mut ConformanceWorld, plan: &Plan) -> anyhow::Result<Burst> {
     let args = w.ctx().id_map.outbound(&plan.args);
     let start = Instant::now();
     let mut pending = FuturesUnordered::new();
-    let mut out = Burst { calls: Vec::new(), served: Vec::new(), refusal: None, other: None };
+    let mut out = Burst { start, calls: Vec::new(), served: Vec::new(), refusal: None, other: None };
     let mut next = 1;
     let mut stop = false;
     loop {
@@ -157,24 +167,47 @@ fn wait_time() -> Duration {
     std::env::var(WAIT_ENV).ok().and_then(|v| v.parse().ok()).map(Duration::from_millis).unwrap_or(WAIT)
 }
 
-/// How long the early refusal asks to wait (`retry_after_ms`, plus a little: windows round), at
-/// most [`wait_time`]: the least the earlier run's window requires when the server says it.
-fn wait_for(refusal: Option<&Exchange>) -> Duration {
-    let asked = refusal
-        .and_then(|ex| ex.structured()?.pointer("/data/error/retry_after_ms")?.as_u64())
-        .filter(|ms| *ms > 0)
-        .map(|ms| Duration::from_millis(ms + 250));
-    asked.map_or(wait_time(), |d| d.min(wait_time()))
+/// Wait for a window to end (`why`), with a countdown on stderr; the time counts in the report's
+/// "waited for rate windows".
+async fn wait_for_window(w: &ConformanceWorld, why: &str, wait: Duration) -> anyhow::Result<()> {
+    let deadline = w.deadline.unwrap_or_else(|| Instant::now() + wait);
+    w.ctx().rate_waits.wait(why, wait, deadline).await;
+    w.check_deadline()
 }
 
-/// Wait for an earlier run's window to end, with a countdown on stderr; the time counts in the
-/// report's "waited for rate windows".
-async fn wait_for_window(w: &ConformanceWorld, tool: &str, wait: Duration) -> anyhow::Result<()> {
-    let persona = w.persona()?.to_owned();
-    let why = format!("rate window of {persona}/{tool} in use by an earlier run");
-    let deadline = w.deadline.unwrap_or_else(|| Instant::now() + wait);
-    w.ctx().rate_waits.wait(&why, wait, deadline).await;
-    w.check_deadline()
+/// The run's calls of `tool` on the current persona's pair (any persona of it) that a window may
+/// still count when a burst starts at `start`: answered within a window and [`MARGIN_S`] before
+/// it, since the server last forgot its windows; in seconds since `start`.
+fn earlier_calls(w: &ConformanceWorld, tool: &str, start: Instant) -> anyhow::Result<Vec<EarlierCall>> {
+    let persona = w.persona()?;
+    let personas = crate::schedule::personas(w.dataset());
+    let pair = personas.iter().find(|p| p.name == persona).map(|p| p.pair.clone());
+    let names: Vec<&str> = match &pair {
+        Some(pair) => personas.iter().filter(|p| &p.pair == pair).map(|p| p.name.as_str()).collect(),
+        None => vec![persona],
+    };
+    let reach = Duration::from_secs_f64(WINDOW_S + MARGIN_S);
+    let since = start.checked_sub(reach).unwrap_or(start);
+    let seconds = |t: Instant| -start.saturating_duration_since(t).as_secs_f64();
+    Ok(w.ctx()
+        .calls
+        .earlier(&names, tool, since, start)
+        .into_iter()
+        .map(|c| EarlierCall { answer: c.answer, sent: seconds(c.sent), answered: seconds(c.answered) })
+        .collect())
+}
+
+/// A burst and its verdict: with the run's earlier calls on the pair and tool counted, or
+/// (`alone`, on a window known to be fresh) without them.
+async fn judged_burst(
+    w: &mut ConformanceWorld,
+    plan: &Plan,
+    alone: bool,
+) -> anyhow::Result<(Burst, Verdict)> {
+    let run = burst(w, plan).await?;
+    let earlier = if alone { Vec::new() } else { earlier_calls(w, &plan.tool, run.start)? };
+    let verdict = judge_after(plan.limit, &earlier, &run.calls);
+    Ok((run, verdict))
 }
 
 /// What the `Then` steps judge, left by the burst step in `saved["burst"]`.
@@ -183,8 +216,11 @@ struct Outcome {
     tool: String,
     limit: usize,
     verdict: Verdict,
-    /// The first burst was refused early and waited for the window.
+    /// The first burst was refused early: this one ran a whole window later.
     waited: bool,
+    /// The first burst held but the run's earlier calls left the reference's window undecided:
+    /// this one ran again on a fresh window.
+    again: bool,
     /// Where the first refusal and the first broken call are in the history.
     refusal_at: Option<usize>,
     other_at: Option<usize>,
@@ -192,31 +228,33 @@ struct Outcome {
 
 const SAVED: &str = "burst";
 
-/// Burst, and again once after waiting if the window was in use; record what is worth showing
-/// and leave the verdict for the `Then` steps.
+/// Burst, and once more on a fresh window when the first burst cannot be judged with what the
+/// run knows; record what is worth showing and leave the verdict for the `Then` steps.
+///
+/// The first burst is judged with the run's earlier calls on its pair and tool. Refused early,
+/// or held but not exactly as the reference's window with earlier calls in it, it may show an
+/// earlier run's calls that the suite cannot know of (a sliding window frees them one by one
+/// during the burst): so it is never the verdict. The burst runs again a whole [`wait_time`]
+/// after the first one's last answer, when every allowed window has forgotten every call made
+/// before, this run's and any earlier run's: that burst is judged alone, and is the verdict. The
+/// same server gives the same verdict whatever ran before.
 async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<()> {
     // No reset through a control API even when there is one: it would disturb the scenarios
     // running beside this one. A window still in use is waited for, as on any server.
     w.dirty = true;
-    let mut run = burst(w, &plan).await?;
-    let mut verdict = judge(plan.limit, &run.calls);
-    let mut waited = false;
-    if matches!(verdict, Verdict::Early { .. }) {
-        // What the server asks first; if that was less than a whole window and the pair is
-        // still refused early (a sliding window frees one call at a time), the rest of
-        // [`wait_time`] since the first refusal: every allowed window is fresh by then.
-        let refused_at = Instant::now();
-        let asked = wait_for(run.refusal.as_ref());
-        wait_for_window(w, &plan.tool, asked).await?;
-        waited = true;
-        run = burst(w, &plan).await?;
-        verdict = judge(plan.limit, &run.calls);
-        let rest = wait_time().saturating_sub(refused_at.elapsed());
-        if matches!(verdict, Verdict::Early { .. }) && asked < wait_time() && !rest.is_zero() {
-            wait_for_window(w, &plan.tool, rest).await?;
-            run = burst(w, &plan).await?;
-            verdict = judge(plan.limit, &run.calls);
-        }
+    let persona = w.persona()?.to_owned();
+    let (mut run, mut verdict) = judged_burst(w, &plan, false).await?;
+    let early = matches!(verdict, Verdict::Early { .. });
+    let undecided = matches!(&verdict, Verdict::Held { exact, earlier, .. } if *earlier > 0 && *exact != Exactness::Exact);
+    let (waited, again) = (early, undecided);
+    if early || undecided {
+        let why = if early {
+            format!("rate window of {persona}/{} in use by an earlier run", plan.tool)
+        } else {
+            format!("rate window of {persona}/{} undecided with this run's earlier calls", plan.tool)
+        };
+        wait_for_window(w, &why, wait_time()).await?;
+        (run, verdict) = judged_burst(w, &plan, true).await?;
     }
     for ex in run.served {
         w.record(ex);
@@ -229,7 +267,8 @@ async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<(
         w.record(ex);
         w.history.len() - 1
     });
-    let outcome = Outcome { tool: plan.tool, limit: plan.limit, verdict, waited, refusal_at, other_at };
+    let outcome =
+        Outcome { tool: plan.tool, limit: plan.limit, verdict, waited, again, refusal_at, other_at };
     w.saved.insert(SAVED.to_owned(), serde_json::to_string(&outcome)?);
     Ok(())
 }
@@ -317,13 +356,24 @@ async fn limit_held(w: &mut ConformanceWorld, n: usize) -> anyhow::Result<()> {
     );
     let again = if o.waited { ", again after waiting for an earlier run's window to end" } else { "" };
     match o.verdict {
-        Verdict::Held { served, refused, after_s, exact } => {
+        Verdict::Held { served, refused, after_s, exact, earlier } => {
+            let mut of_run =
+                if earlier > 0 { format!(" ({earlier} of them earlier in this run)") } else { String::new() };
+            if o.again {
+                of_run.push_str(", on a fresh window after one the run's earlier calls left undecided");
+            }
             match exact {
                 Exactness::Exact => {}
                 Exactness::Served(n) => w.ext_difference(
                     "rate-window",
                     format!(
-                        "{n} calls of {tool} served before the first refusal (call {refused}, after {after_s:.1} s); the reference serves exactly {limit} in the window the pair's first call opens"
+                        "{n} calls of {tool} served before the first refusal{of_run} (call {refused} of the burst, after {after_s:.1} s); the reference serves exactly {limit} in the window the pair's first call opens"
+                    ),
+                ),
+                Exactness::Uncertain(n) => w.ext_difference(
+                    "rate-window",
+                    format!(
+                        "not judged: {n} earlier calls of {tool} in this run may or may not be in the refusal's window ({served} served in the burst)"
                     ),
                 ),
                 Exactness::Unjudged(s) => w.ext_difference(
@@ -335,11 +385,14 @@ async fn limit_held(w: &mut ConformanceWorld, n: usize) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Verdict::Early { served, refused } => Err(w.fail_about(
-            refusal,
-            expected,
-            format!("call {refused} refused when at most {served} calls could have been served{again}"),
-        )),
+        Verdict::Early { served, refused, earlier } => {
+            let of_run = if earlier > 0 { format!(" ({earlier} of them earlier in this run)") } else { String::new() };
+            Err(w.fail_about(
+                refusal,
+                expected,
+                format!("call {refused} refused when at most {served} calls could have been served{of_run}{again}"),
+            ))
+        }
         Verdict::NoRefusal { sent, elapsed_s, bound } => Err(w.fail_about(
             w.history.last(),
             expected,

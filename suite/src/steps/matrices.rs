@@ -10,6 +10,7 @@ use chataigne_contract::envelope::{self, Parsed};
 use cucumber::then;
 use serde_json::{Value, json};
 
+use crate::client::Exchange;
 use crate::matrices::{self, Check};
 use crate::rules;
 use crate::world::ConformanceWorld;
@@ -119,6 +120,176 @@ async fn call_patiently_as(
     Ok(sent)
 }
 
+/// Rows of a matrix in flight at once. Over a network a matrix is hundreds of round trips one
+/// after another; side by side they take a few dozen. Rows are independent (refusals, and reads
+/// served), and their exchanges are recorded and judged in row order whatever order they came
+/// back in, so verdicts and messages do not depend on the concurrency.
+const ROWS_AT_ONCE: usize = 8;
+
+/// One row's call: as `persona`, `tool` with `args` (dataset IDs), on a request whose JSON-RPC id
+/// is `id(attempt)` when given.
+struct RowCall<'a> {
+    persona: String,
+    tool: String,
+    args: Value,
+    id: Option<&'a (dyn Fn(u32) -> Value + Sync)>,
+}
+
+/// What a row's call came to: every attempt's exchange in order (the last one is the row's
+/// answer) and the id of the request answered last; or the session that could not start.
+struct RowAnswer {
+    exchanges: Vec<Exchange>,
+    sent: Option<Value>,
+    no_session: bool,
+}
+
+/// [`call_patiently_as`] for every row, [`ROWS_AT_ONCE`] at a time, each row through an
+/// initialized session of its persona (the run's idle ones first) and its attempts in order.
+/// The answers come back in row order; each row's exchanges are recorded then, before it is
+/// judged ([`record_row`]).
+async fn call_rows(w: &ConformanceWorld, rows: Vec<RowCall<'_>>) -> anyhow::Result<Vec<RowAnswer>> {
+    use futures::StreamExt as _;
+    w.check_deadline()?;
+    let ctx = w.ctx_arc();
+    let deadline = w.deadline;
+    let answers = futures::stream::iter(rows.into_iter().map(|row| call_row(&ctx, row, deadline)))
+        .buffered(ROWS_AT_ONCE)
+        .collect::<Vec<_>>()
+        .await;
+    answers.into_iter().collect()
+}
+
+async fn call_row(
+    ctx: &crate::context::RunContext,
+    row: RowCall<'_>,
+    deadline: Option<std::time::Instant>,
+) -> anyhow::Result<RowAnswer> {
+    const PATIENCE_MS: u64 = 65_000;
+    let mut client = match session(ctx, &row.persona).await? {
+        Ok(client) => client,
+        Err(ex) => return Ok(RowAnswer { exchanges: vec![ex], sent: None, no_session: true }),
+    };
+    let args = ctx.id_map.outbound(&row.args);
+    let mut out = RowAnswer { exchanges: Vec::new(), sent: None, no_session: false };
+    let mut waited = 0;
+    for attempt in 0.. {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            break;
+        }
+        let ex = match row.id {
+            Some(id) => {
+                let this = id(attempt);
+                out.sent = Some(this.clone());
+                let body = json!({ "jsonrpc": "2.0", "id": this, "method": "tools/call",
+                                   "params": { "name": row.tool, "arguments": args } });
+                let mut ex = client.post_raw(serde_json::to_vec(&body)?, None, &[]).await;
+                ex.method = "tools/call".to_owned();
+                ex.tool = Some(row.tool.clone());
+                ex.sent_strings = crate::client::sent_strings(&args);
+                ex
+            }
+            None => client.call_tool(&row.tool, args.clone()).await,
+        };
+        let wait = ex.structured().and_then(|s| s.pointer("/data/error")).and_then(|error| {
+            (error.get("category")?.as_str()? == "rate_limit")
+                .then(|| error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000))
+        });
+        out.exchanges.push(ex);
+        let Some(ms) = wait else { break };
+        let ms = ms.clamp(1, PATIENCE_MS) + 50;
+        if waited + ms > PATIENCE_MS {
+            break;
+        }
+        waited += ms;
+        let why = format!("rate window of {}/{} full", row.persona, row.tool);
+        let wait = std::time::Duration::from_millis(ms);
+        let until = deadline.unwrap_or_else(|| std::time::Instant::now() + wait);
+        ctx.rate_waits.wait(&why, wait, until).await;
+    }
+    ctx.give_back(row.persona, client);
+    Ok(out)
+}
+
+/// An initialized session of `persona`: one the run kept, or a new one; `Err` the exchange of an
+/// initialize that failed.
+async fn session(
+    ctx: &crate::context::RunContext,
+    persona: &str,
+) -> anyhow::Result<Result<crate::client::McpClient, Exchange>> {
+    use anyhow::Context as _;
+    let mut client = match ctx.take_session(persona) {
+        Some(client) => client,
+        None => ctx
+            .client(persona)
+            .with_context(|| format!("the profile has no token for persona \"{persona}\""))?,
+    };
+    if !client.is_initialized() {
+        let ex = client.initialize().await;
+        if !client.is_initialized() {
+            return Ok(Err(ex));
+        }
+    }
+    Ok(Ok(client))
+}
+
+/// A cursor matrix row's calls, in order: its first page; if that has a cursor, the changed
+/// arguments alone, then with the cursor (arguments in dataset IDs).
+async fn call_cursor_row(
+    ctx: &crate::context::RunContext,
+    persona: &str,
+    tool: &str,
+    first: &Value,
+    changed: &Value,
+    deadline: Option<std::time::Instant>,
+) -> anyhow::Result<RowAnswer> {
+    let mut client = match session(ctx, persona).await? {
+        Ok(client) => client,
+        Err(ex) => return Ok(RowAnswer { exchanges: vec![ex], sent: None, no_session: true }),
+    };
+    let mut out = RowAnswer { exchanges: Vec::new(), sent: None, no_session: false };
+    let late = || deadline.is_some_and(|d| std::time::Instant::now() >= d);
+    if !late() {
+        let ex = client.call_tool(tool, ctx.id_map.outbound(first)).await;
+        let cursor = page_cursor(&ex);
+        out.exchanges.push(ex);
+        if let Some(cursor) = cursor
+            && !late()
+        {
+            out.exchanges.push(client.call_tool(tool, ctx.id_map.outbound(changed)).await);
+            if !late() {
+                let args = ctx.id_map.outbound(&with(changed, "cursor", json!(cursor)));
+                out.exchanges.push(client.call_tool(tool, args).await);
+            }
+        }
+    }
+    ctx.give_back(persona.to_owned(), client);
+    Ok(out)
+}
+
+/// The `next_cursor` of a success, as `ConformanceWorld::success` reads it.
+fn page_cursor(ex: &Exchange) -> Option<String> {
+    let structured = ex.structured().filter(|_| !ex.is_error())?;
+    match envelope::parse(structured) {
+        Ok(Parsed::Success { meta, .. }) => meta.next_cursor.filter(|c| !c.is_empty()),
+        _ => None,
+    }
+}
+
+/// Record a row's exchanges in the scenario, in order: the last one is the row's answer
+/// (`w.last()`). A session that could not start fails the step, as the persona's own would.
+fn record_row(w: &mut ConformanceWorld, persona: &str, answer: RowAnswer) -> anyhow::Result<Option<Value>> {
+    let no_session = answer.no_session;
+    for ex in answer.exchanges {
+        w.record(ex);
+    }
+    if no_session {
+        let got = w.last()?.summary();
+        return Err(w.fail(format!("initialize to succeed for persona \"{persona}\""), got));
+    }
+    w.check_deadline()?;
+    Ok(answer.sent)
+}
+
 fn with(args: &Value, key: &str, value: Value) -> Value {
     let mut args = args.clone();
     args[key] = value;
@@ -130,23 +301,58 @@ fn with(args: &Value, key: &str, value: Value) -> Value {
 /// through a restaurant that does not hold it) needs only a refusal; any other, MCP_CURSOR_INVALID.
 #[then("every cursor is refused when one argument it was issued for changes")]
 async fn cursor_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    use futures::StreamExt as _;
     let rows = matrices::cursor_rows(w.dataset());
     let mut misses = Misses::default();
-    for row in &rows {
+    // Rows side by side (`ROWS_AT_ONCE`), each row's calls in order; recorded and judged below
+    // in row order.
+    w.check_deadline()?;
+    let persona = w.persona()?.to_owned();
+    let (ctx, deadline) = (w.ctx_arc(), w.deadline);
+    let args: Vec<(Value, Value)> = rows
+        .iter()
+        .map(|row| {
+            let size = matrices::page_size(row.tool).unwrap_or("limit");
+            (with(&row.base, size, json!(1)), with(&row.changed, size, json!(1)))
+        })
+        .collect();
+    let answers: Vec<anyhow::Result<RowAnswer>> =
+        futures::stream::iter(rows.iter().zip(&args).map(|(row, (first, changed))| {
+            call_cursor_row(&ctx, &persona, row.tool.as_str(), first, changed, deadline)
+        }))
+        .buffered(ROWS_AT_ONCE)
+        .collect()
+        .await;
+    for (row, answer) in rows.iter().zip(answers) {
         let tool = row.tool.as_str();
-        let size = matrices::page_size(row.tool).unwrap_or("limit");
         let name = format!("{tool} with {} changed", row.argument);
-        w.call_tool(tool, with(&row.base, size, json!(1))).await?;
+        let mut exchanges = answer?;
+        if exchanges.no_session {
+            record_row(w, &persona, exchanges)?;
+            continue;
+        }
+        let mut calls = std::mem::take(&mut exchanges.exchanges).into_iter();
+        let mut next = |w: &mut ConformanceWorld| -> anyhow::Result<()> {
+            match calls.next() {
+                Some(ex) => {
+                    w.record(ex);
+                    Ok(())
+                }
+                // Only the run's deadline leaves a row's calls unsent.
+                None => w.check_deadline().and_then(|()| Err(anyhow::anyhow!("a row's call was not sent"))),
+            }
+        };
+        next(w)?;
         let cursor = w.success().ok().and_then(|s| s.meta.next_cursor).filter(|c| !c.is_empty());
-        let Some(cursor) = cursor else {
+        let Some(_) = cursor else {
             misses.add(w, format!("{name}: no cursor to reuse (first page: {})", outcome(w)));
             continue;
         };
-        w.call_tool(tool, with(&row.changed, size, json!(1))).await?;
+        next(w)?;
         // Refused alone: the arguments' own refusal (the same code) is the most a cursor can
         // add; any other answer is not that refusal, and a success serves a foreign page.
         let alone = error_code(w);
-        w.call_tool(tool, with(&with(&row.changed, size, json!(1)), "cursor", json!(cursor))).await?;
+        next(w)?;
         match error_code(w) {
             Some(code) if code == ErrorCode::CursorInvalid.as_str() => {}
             Some(code) if alone.as_deref() == Some(code.as_str()) => {}
@@ -205,12 +411,22 @@ async fn refusal_matrix(w: &mut ConformanceWorld, table: String) -> anyhow::Resu
     let rows: Vec<_> =
         matrices::access_rows(w.dataset()).into_iter().filter(|r| r.fails.first() == Some(&check)).collect();
     let mut misses = Misses::default();
-    for row in &rows {
+    let calls = rows
+        .iter()
+        .map(|r| RowCall {
+            persona: r.persona.clone(),
+            tool: r.tool.as_str().to_owned(),
+            args: r.args.clone(),
+            id: None,
+        })
+        .collect();
+    let answers = call_rows(w, calls).await?;
+    for (row, answer) in rows.iter().zip(answers) {
         w.use_persona(&row.persona)?;
         if row.tool.kind().is_write() {
             w.dirty = true;
         }
-        call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
+        record_row(w, &row.persona, answer)?;
         let got = error_code(w);
         let allowed: Vec<&str> = row.fails.iter().map(|c| c.code().as_str()).collect();
         match got.as_deref() {
@@ -254,9 +470,19 @@ async fn allowed_reads(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         .filter(|r| r.fails.is_empty() && !r.tool.kind().is_write())
         .collect();
     let mut misses = Misses::default();
-    for row in &rows {
+    let calls = rows
+        .iter()
+        .map(|r| RowCall {
+            persona: r.persona.clone(),
+            tool: r.tool.as_str().to_owned(),
+            args: r.args.clone(),
+            id: None,
+        })
+        .collect();
+    let answers = call_rows(w, calls).await?;
+    for (row, answer) in rows.iter().zip(answers) {
         w.use_persona(&row.persona)?;
-        call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
+        record_row(w, &row.persona, answer)?;
         if outcome(w) != "success" {
             misses.add(
                 w,
@@ -324,11 +550,22 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
     let reference = ErrorCode::InvalidArguments.as_str();
     let mut other_codes = Vec::new();
     let mut differences: Vec<(&'static str, String)> = Vec::new();
-    for row in &rows {
+    let persona = w.persona()?.to_owned();
+    let calls = rows
+        .iter()
+        .map(|r| RowCall {
+            persona: persona.clone(),
+            tool: r.tool.as_str().to_owned(),
+            args: r.args.clone(),
+            id: None,
+        })
+        .collect();
+    let answers = call_rows(w, calls).await?;
+    for (row, answer) in rows.iter().zip(answers) {
         if row.tool.kind().is_write() {
             w.dirty = true;
         }
-        call_patiently(w, row.tool.as_str(), row.args.clone()).await?;
+        record_row(w, &persona, answer)?;
         let held = bound_held(w, row)?;
         // The seed names no code for these refusals; the reference's is MCP_INVALID_ARGUMENTS.
         let code = error_code(w);
@@ -424,12 +661,24 @@ async fn bound_ids_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         return Err(w.fail("refused input bounds", "none derived from the contract"));
     }
     let mut misses = Misses::default();
-    for (n, row) in rows.iter().enumerate() {
+    let persona = w.persona()?.to_owned();
+    let ids: Vec<_> = (0..rows.len()).map(|n| move |attempt| varied_id(n, attempt)).collect();
+    let calls = rows
+        .iter()
+        .zip(&ids)
+        .map(|(r, id)| RowCall {
+            persona: persona.clone(),
+            tool: r.tool.as_str().to_owned(),
+            args: r.args.clone(),
+            id: Some(id as &(dyn Fn(u32) -> Value + Sync)),
+        })
+        .collect();
+    let answers = call_rows(w, calls).await?;
+    for (row, answer) in rows.iter().zip(answers) {
         if row.tool.kind().is_write() {
             w.dirty = true;
         }
-        let id = move |attempt| varied_id(n, attempt);
-        let sent = call_patiently_as(w, row.tool.as_str(), row.args.clone(), Some(&id)).await?;
+        let sent = record_row(w, &persona, answer)?;
         let ex = w.last()?;
         let carried = sent.as_ref().is_some_and(|sent| rules::transport::carries_id(ex, sent).is_ok());
         if !carried {

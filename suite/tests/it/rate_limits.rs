@@ -145,7 +145,7 @@ fn a_window_an_earlier_run_left_full_is_waited_for_then_the_burst_passes() {
     }
     // 10 calls in the earlier window, then exactly the limit in a fresh one.
     assert_eq!(limiter.lock().unwrap().served, 10 + LIMIT);
-    // The wait (what retry_after_ms asked, at most the 300 ms set here) is in the report.
+    // The wait (a whole window, shortened to 300 ms here) is in the report.
     let waited = report["timing"]["waited_for_rate_windows_s"].as_f64().unwrap_or_default();
     assert!(waited > 0.0, "{:#}", report["timing"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("waited for rate windows: "));
@@ -163,6 +163,7 @@ fn a_window_still_full_after_the_wait_fails_the_limit() {
     let message = c["scenarios"][0]["message"].as_str().unwrap_or_default();
     for needle in [
         "the first 1000 calls of get_restaurant in a minute served",
+        // The burst after the wait is judged alone: on a fresh window, call 1 was refused.
         "call 1 refused when at most 0 calls could have been served, again after waiting",
         "MCP_RATE_LIMITED",
     ] {

@@ -22,8 +22,12 @@ struct Seeded {
 
 impl Seeded {
     fn start(name: &str) -> Seeded {
+        Seeded::start_with(name, &[])
+    }
+
+    fn start_with(name: &str, variants: &[mock_server::Variant]) -> Seeded {
         let (server, profile) =
-            chataigne_conformance::embedded::start(&[], &[]).expect("the reference server starts");
+            chataigne_conformance::embedded::start(&[], variants).expect("the reference server starts");
         let endpoint = profile.endpoint.clone().expect("an HTTP endpoint");
         let dir = std::env::temp_dir().join(format!("chataigne-reruns-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -108,4 +112,22 @@ fn runs_leave_the_server_fit_for_the_next_ones() {
     }
     // The reference refuses the forward skip: a run moved 2 received orders (86 - 6 = 80).
     assert_eq!(seeded.runs_left(&rt), Some(26));
+}
+
+/// A first run without a control API (nothing moves the clock) on a server no one else calls:
+/// the LIM-2 bursts come after the matrices, which call every tool as every persona, so their
+/// pairs' windows are in use; the bursts start at once and count those calls
+/// (`rate_verdict::judge_after`) instead of waiting a minute for the windows to empty. LIM-2 and
+/// LIM-3 are certified at the full level (exactly the reference's window) with no wait at all.
+#[test]
+fn a_first_run_without_control_api_certifies_the_rate_limits_without_waiting() {
+    let seeded = Seeded::start("first-run");
+    let outcome = seeded.run(&["--level", "full"]);
+    check_passed(&outcome, 1);
+    let report = outcome.report.as_ref().expect("a report");
+    for id in ["LIM-2", "LIM-3"] {
+        let c = report.clauses.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("no {id}"));
+        assert_eq!((c.status, c.full_status), (Status::Passed, Status::Passed), "{id}: {c:?}");
+    }
+    assert_eq!(report.timing.waited_for_rate_windows_s, 0.0, "{:?}", report.timing);
 }
