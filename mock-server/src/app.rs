@@ -180,7 +180,7 @@ impl App {
         let inputs = ToolName::ALL
             .iter()
             .map(|t| {
-                let schema = variants.input_schema(*t, defects.input_schema(*t));
+                let schema = defects.validated_schema(variants.input_schema(*t, defects.input_schema(*t)));
                 Ok((*t, Validator::new(&schema).map_err(anyhow::Error::msg)?))
             })
             .collect::<anyhow::Result<_>>()?;
