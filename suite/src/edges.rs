@@ -71,7 +71,11 @@ pub const BOUNDS: &[Bound] = &[
         tokens: &["1000 calls per minute", "1000/min", "500/min", "60 s"],
         family: Family::Scenarios { feature: "rate_limits.feature" },
     },
-    Bound { clause: "IDEM-6", tokens: &["24 h"], family: Family::Scenarios { feature: "idempotency.feature" } },
+    Bound {
+        clause: "IDEM-6",
+        tokens: &["24 h"],
+        family: Family::Scenarios { feature: "idempotency.feature" },
+    },
 ];
 
 /// The characters a length edge is made of.
@@ -237,7 +241,8 @@ mod tests {
     #[test]
     fn calendar_edges_sit_on_and_past_the_bound_across_leap_days() {
         let edges = calendar_edges();
-        let find = |from: &str, to: &str| edges.iter().find(|e| e.from == from && e.to == to).map(|e| e.within);
+        let find =
+            |from: &str, to: &str| edges.iter().find(|e| e.from == from && e.to == to).map(|e| e.within);
         // The brief's examples: both 366 days.
         assert_eq!(find("2028-01-01", "2028-12-31"), Some(true));
         assert_eq!(find("2027-03-01", "2028-02-29"), Some(true));

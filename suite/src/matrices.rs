@@ -280,7 +280,13 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                                 continue;
                             }
                             let expect = if e.within { Expect::Served } else { Expect::Refused };
-                            extra.push((field.to_owned(), e.describe(field), json!(e.value()), expect, e.choice));
+                            extra.push((
+                                field.to_owned(),
+                                e.describe(field),
+                                json!(e.value()),
+                                expect,
+                                e.choice,
+                            ));
                         }
                     }
                 }
@@ -348,7 +354,15 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                 args["to"] = json!(e.to);
                 let expect = if e.within { Expect::Served } else { Expect::Refused };
                 let edge = format!("from {} to {}: {}", e.from, e.to, e.why);
-                rows.push(BoundRow { tool, argument: RANGE.to_owned(), edge, args, expect, clause: "LIM-1", choice: None });
+                rows.push(BoundRow {
+                    tool,
+                    argument: RANGE.to_owned(),
+                    edge,
+                    args,
+                    expect,
+                    clause: "LIM-1",
+                    choice: None,
+                });
             }
         }
     }
@@ -387,7 +401,8 @@ pub fn deadline_rows(dataset: &Dataset) -> Vec<DeadlineRow> {
         if let Some(a) = args.as_mut().and_then(Value::as_object_mut) {
             // The state the record is in as expected, and a key of this matrix's own.
             if tool == ToolName::SetRestaurantStatus
-                && let (Some(status), Some(expected)) = (a.get("status").cloned(), a.get("expected_status").cloned())
+                && let (Some(status), Some(expected)) =
+                    (a.get("status").cloned(), a.get("expected_status").cloned())
             {
                 a.insert("status".into(), expected);
                 a.insert("expected_status".into(), status);
@@ -912,7 +927,8 @@ mod tests {
         let rows = deadline_rows(&d);
         assert_eq!(rows.len(), ToolName::ALL.len());
         for row in &rows {
-            let want = if row.tool.kind().is_write() { ErrorCode::OutcomeUnknown } else { ErrorCode::ToolTimeout };
+            let want =
+                if row.tool.kind().is_write() { ErrorCode::OutcomeUnknown } else { ErrorCode::ToolTimeout };
             assert_eq!(row.expect, want, "{}", row.tool.as_str());
             match &row.args {
                 Some(args) => {

@@ -167,7 +167,8 @@ impl Defects {
     /// publishes the contract's lengths and checks its own ([`Defects::refuses_arguments`]).
     pub fn validated_schema(&self, mut schema: Value) -> Value {
         if self.has(Defect::KeyLengthBytes)
-            && let Some(key) = schema.pointer_mut("/properties/idempotency_key").and_then(Value::as_object_mut)
+            && let Some(key) =
+                schema.pointer_mut("/properties/idempotency_key").and_then(Value::as_object_mut)
         {
             key.remove("minLength");
             key.remove("maxLength");
@@ -176,13 +177,15 @@ impl Defects {
     }
 
     pub fn skips_limits(&self, tool: ToolName) -> bool {
-        (self.has(Defect::AnalyticsUnbounded) || self.has(Defect::LeapDayRange)) && tool == ToolName::GetAnalytics
+        (self.has(Defect::AnalyticsUnbounded) || self.has(Defect::LeapDayRange))
+            && tool == ToolName::GetAnalytics
     }
 
     /// The defects' own checks of the arguments, after the schema: a key's length in bytes, a
     /// range in 365-day years.
     pub fn refuses_arguments(&self, tool: ToolName, args: &Value) -> Option<ToolError> {
-        let min_max = chataigne_contract::tools::IDEMPOTENCY_KEY_MIN..=chataigne_contract::tools::IDEMPOTENCY_KEY_MAX;
+        let min_max =
+            chataigne_contract::tools::IDEMPOTENCY_KEY_MIN..=chataigne_contract::tools::IDEMPOTENCY_KEY_MAX;
         if self.has(Defect::KeyLengthBytes)
             && let Some(key) = args.get("idempotency_key").and_then(Value::as_str)
             && !min_max.contains(&key.len())
@@ -496,9 +499,8 @@ impl Defects {
 
     /// What a read past its deadline answers instead of its timeout, if a defect says so.
     pub fn past_deadline(&self, tool: ToolName) -> Option<Output> {
-        (self.has(Defect::SearchDeadlineEmpty) && tool == ToolName::SearchTranscripts).then(|| {
-            Output::new(serde_json::json!({ "transcripts": [] }), "no matching transcripts")
-        })
+        (self.has(Defect::SearchDeadlineEmpty) && tool == ToolName::SearchTranscripts)
+            .then(|| Output::new(serde_json::json!({ "transcripts": [] }), "no matching transcripts"))
     }
 
     // --- preconditions ---

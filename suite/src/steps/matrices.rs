@@ -654,7 +654,11 @@ async fn deadline_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             let got = if got == "success" { "a success".to_owned() } else { got };
             misses.add(
                 w,
-                format!("{tool} past its {} deadline: {got} (expected {})", row.deadline, row.expect.as_str()),
+                format!(
+                    "{tool} past its {} deadline: {got} (expected {})",
+                    row.deadline,
+                    row.expect.as_str()
+                ),
             );
         }
     }

@@ -244,7 +244,9 @@ async fn sized_body(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()>
 /// and a byte more is 413, sent with a Content-Length and sent chunked without one (a server
 /// that checks only the header serves the second). Never a 5xx. Every edge is sent; the first
 /// that differs is the failure's exchange, and every one that differs is named.
-#[then("every request body on and past 1 MiB is read or refused with 413, with a Content-Length or chunked without one")]
+#[then(
+    "every request body on and past 1 MiB is read or refused with 413, with a Content-Length or chunked without one"
+)]
 async fn body_edges(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
     let mut misses: Vec<(usize, String)> = Vec::new();
@@ -267,7 +269,10 @@ async fn body_edges(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         if let Err(miss) = judged {
             let framing = if edge.chunked { "chunked, no Content-Length" } else { "with a Content-Length" };
             let at = w.history.len() - 1;
-            misses.push((at, format!("{} bytes {framing}: {} (expected {})", edge.bytes, miss.got, miss.expected)));
+            misses.push((
+                at,
+                format!("{} bytes {framing}: {} (expected {})", edge.bytes, miss.got, miss.expected),
+            ));
         }
     }
     let Some((first, _)) = misses.first() else { return Ok(()) };

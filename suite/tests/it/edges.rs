@@ -14,8 +14,14 @@ fn numbered(text: &str, prefix: &str, suffix: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (at, _) in text.match_indices(suffix) {
         let before = &text[..at];
-        let digits: String =
-            before.chars().rev().take_while(char::is_ascii_digit).collect::<Vec<_>>().into_iter().rev().collect();
+        let digits: String = before
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         let ends = text[at + suffix.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
         let lead = &before[..before.len() - digits.len()];
         if !digits.is_empty() && ends && lead.ends_with(prefix) {
@@ -53,7 +59,8 @@ fn stated(text: &str) -> Vec<String> {
 
 #[test]
 fn the_scanner_finds_what_a_bound_looks_like() {
-    let found = stated("limit 1..=50, a body over 1 MiB, at most 366 days, reads 15 s, 24 h, 1000/min; 3 hosts");
+    let found =
+        stated("limit 1..=50, a body over 1 MiB, at most 366 days, reads 15 s, 24 h, 1000/min; 3 hosts");
     assert_eq!(found, ["1 MiB", "1..=50", "1000/min", "15 s", "24 h", "at most 366 days"]);
 }
 
@@ -69,7 +76,10 @@ fn every_bound_of_the_contract_has_a_row_and_every_row_is_in_the_contract() {
         );
     }
     for token in tokens {
-        assert!(found.iter().any(|f| f == token), "BOUNDS names `{token}`, which docs/CONTRACT.md does not state");
+        assert!(
+            found.iter().any(|f| f == token),
+            "BOUNDS names `{token}`, which docs/CONTRACT.md does not state"
+        );
     }
 }
 
@@ -79,10 +89,13 @@ fn every_bound_derives_edges_below_on_and_above_it() {
     let rows = matrices::bound_rows(&dataset);
     let features = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../features");
     for bound in BOUNDS {
-        let of = |member: &'static str| rows.iter().filter(move |r| r.argument == member && r.clause == bound.clause);
+        let of = |member: &'static str| {
+            rows.iter().filter(move |r| r.argument == member && r.clause == bound.clause)
+        };
         let ok = match bound.family {
             Family::Schema { member } => {
-                of(member).any(|r| r.expect == Expect::Served) && of(member).any(|r| r.expect == Expect::Refused)
+                of(member).any(|r| r.expect == Expect::Served)
+                    && of(member).any(|r| r.expect == Expect::Refused)
             }
             Family::Length { member } => {
                 // Past the bound in ASCII, and in the units a server could count otherwise.
@@ -102,7 +115,8 @@ fn every_bound_derives_edges_below_on_and_above_it() {
                     && edges::BODY_EDGES.iter().any(|e| !e.chunked && e.within)
             }
             Family::Page => {
-                !matrices::page_size_rows(&dataset).is_empty() && !matrices::item_size_rows(&dataset).is_empty()
+                !matrices::page_size_rows(&dataset).is_empty()
+                    && !matrices::item_size_rows(&dataset).is_empty()
             }
             Family::Output => chataigne_conformance::judge::RULES
                 .iter()
