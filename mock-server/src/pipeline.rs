@@ -124,6 +124,9 @@ fn validate(app: &App, tool: ToolName, args: &Value) -> Result<(), ToolError> {
     if let Some(refusal) = app.defects.refuses_arguments(tool, args) {
         return Err(refusal);
     }
+    if let Some(refusal) = app.variants.refuses_length(tool, args) {
+        return Err(refusal);
+    }
     if app.defects.skips_limits(tool) {
         return Ok(());
     }
