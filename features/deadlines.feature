@@ -47,3 +47,10 @@ Feature: Deadlines
     And they create the instruction "Deadline CANARY" in the busy restaurant with the key "lim4-CANARY"
     Then the call succeeds
     And the busy restaurant has exactly 1 instruction "Deadline CANARY"
+
+  @LIM-4 @needs-control-deadlines @needs-control-faults
+  Scenario: Every tool past the deadline of its kind times out, never answering a success
+    # suite/src/matrices.rs's deadline_rows: every tool of the contract by its kind, not one
+    # picked read; a search that gives up and answers no hits is a success the rule refuses.
+    Given a fresh server state
+    Then every tool past the deadline of its kind answers its timeout, never a success

@@ -66,6 +66,12 @@ Feature: Limits
     When they send a tools/call request whose body is 1048577 bytes long
     Then the HTTP status is 413
 
+  @LIM-7 @needs-http
+  Scenario: A body on and past 1 MiB is held to the limit whether it states its length or is sent chunked
+    # The edges are suite/src/edges.rs's BODY_EDGES: a server that checks only Content-Length
+    # reads a chunked body of any size.
+    Then every request body on and past 1 MiB is read or refused with 413, with a Content-Length or chunked without one
+
   @LIM-7
   Scenario: Every free string argument has a documented maximum length
     When they list the tools

@@ -48,7 +48,7 @@ Feature: The contract's tables, every case
     Then every input bound filed under PAG-8 is refused past it and served on it
 
   @LIM-1
-  Scenario: Analytics metrics are refused past their count bounds and served on them
+  Scenario: Analytics metrics and date ranges are refused past their bounds, across leap days, month and year ends, and served on them
     Then every input bound filed under LIM-1 is refused past it and served on it
 
   @LIM-7

@@ -132,6 +132,10 @@ pub const CHOICES: &[(&str, &str)] = &[
         "message-limit-refused",
         "a message_limit over 100 is refused with MCP_INVALID_ARGUMENTS (the seed's \"100 messages maximum\" also reads as a clamp)",
     ),
+    (
+        "length-code-points",
+        "string lengths count Unicode code points, as JSON Schema's maxLength does (the seed says \"characters\": counting UTF-16 code units, as the TypeScript SDK's zod does, passes the seed level; counting UTF-8 bytes fails)",
+    ),
 ];
 
 pub fn find_choice(slug: &str) -> Option<&'static str> {

@@ -180,7 +180,8 @@ impl App {
         let inputs = ToolName::ALL
             .iter()
             .map(|t| {
-                let schema = variants.input_schema(*t, defects.input_schema(*t));
+                let published = variants.input_schema(*t, defects.input_schema(*t));
+                let schema = variants.validated_schema(defects.validated_schema(published));
                 Ok((*t, Validator::new(&schema).map_err(anyhow::Error::msg)?))
             })
             .collect::<anyhow::Result<_>>()?;

@@ -121,6 +121,12 @@ fn validate(app: &App, tool: ToolName, args: &Value) -> Result<(), ToolError> {
     if !validator.is_valid(args) {
         return Err(ToolError::invalid(validator.failures(args).join("; ")));
     }
+    if let Some(refusal) = app.defects.refuses_arguments(tool, args) {
+        return Err(refusal);
+    }
+    if let Some(refusal) = app.variants.refuses_length(tool, args) {
+        return Err(refusal);
+    }
     if app.defects.skips_limits(tool) {
         return Ok(());
     }
@@ -188,6 +194,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
     let kind = call.tool.kind();
     let deadline = Duration::from_millis(app.deadlines().for_kind(kind));
     let fault = app.faults.get(call.tool.as_str()).unwrap_or_default();
+    let tool = call.tool;
     let work = async move {
         // Releases the claim if this future ends before the match below (a panic; a read's
         // deadline). Past it the claim is completed or released explicitly, never both.
@@ -214,7 +221,9 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         }
     } else {
         let timeout_code = app.defects.read_timeout_code();
-        tokio::time::timeout(deadline, work).await.unwrap_or_else(|_| Err(timeout_code.into()))
+        tokio::time::timeout(deadline, work)
+            .await
+            .unwrap_or_else(|_| app.defects.past_deadline(tool).ok_or_else(|| timeout_code.into()))
     }
 }
 

@@ -274,6 +274,12 @@ impl McpClient {
         self.post("raw", body, rpc_id, extra).await
     }
 
+    /// A body sent chunked, with no Content-Length (LIM-7: a server learns its size only by
+    /// reading it). Over stdio there is no framing to vary: sent as any raw body.
+    pub async fn post_raw_chunked(&mut self, body: Vec<u8>, rpc_id: Option<u64>) -> Exchange {
+        self.post_framed("raw", body, rpc_id, &[], true).await
+    }
+
     /// A request of the stateless revision 2026-07-28: no session, the version and the client's
     /// capabilities in `params._meta`, and the headers that mirror the body (`MCP-Protocol-Version`,
     /// `Mcp-Method`, `Mcp-Name` for a named target) — each replaced or removed (empty value) by
@@ -325,10 +331,21 @@ impl McpClient {
         rpc_id: Option<u64>,
         extra: &[(String, String)],
     ) -> Exchange {
+        self.post_framed(method, body, rpc_id, extra, false).await
+    }
+
+    async fn post_framed(
+        &mut self,
+        method: &str,
+        body: Vec<u8>,
+        rpc_id: Option<u64>,
+        extra: &[(String, String)],
+        chunked: bool,
+    ) -> Exchange {
         let logged =
             self.log.as_ref().filter(|_| self.persona.is_some()).map(|_| called_tools(method, &body));
         let sent = Instant::now();
-        let ex = self.send(method, body, rpc_id, extra).await;
+        let ex = self.send(method, body, rpc_id, extra, chunked).await;
         if let (Some((log, classify)), Some(persona), Some(tools)) = (&self.log, &self.persona, logged) {
             // Another token in the headers: the call may count against another pair, or none.
             let other_token = extra.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
@@ -351,6 +368,7 @@ impl McpClient {
         body: Vec<u8>,
         rpc_id: Option<u64>,
         extra: &[(String, String)],
+        chunked: bool,
     ) -> Exchange {
         let http = match &self.link {
             Link::Http(http) => http.clone(),
@@ -360,7 +378,15 @@ impl McpClient {
         let request_bytes = body.len();
         let request_body = cut(&String::from_utf8_lossy(&body), SHOWN_BYTES);
         let started = Instant::now();
-        let send = http.post(&self.endpoint).headers(headers).body(body).send();
+        let request = http.post(&self.endpoint).headers(headers);
+        let send = if chunked {
+            // A stream of unknown length: reqwest sends it chunked, with no Content-Length.
+            let pieces: Vec<Result<Vec<u8>, std::io::Error>> =
+                body.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+            request.body(reqwest::Body::wrap_stream(futures::stream::iter(pieces))).send()
+        } else {
+            request.body(body).send()
+        };
         // No answer in time is no answer; an answer begun but not finished in time is one the
         // server broke (an event never ended): read as such, with what came.
         let deadline = tokio::time::Instant::now() + self.timeout;

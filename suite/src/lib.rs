@@ -13,6 +13,7 @@ pub mod cli;
 pub mod client;
 pub mod context;
 pub mod control;
+pub mod edges;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod error_reports;

@@ -224,6 +224,8 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
         let schema = tool.input_schema();
         let Some(base) = bound_base(dataset, tool) else { continue };
         let name = tool.as_str();
+        // Rows of a choice of their own, or past the schema's bound in another unit.
+        let mut extra: Vec<(String, String, Value, Expect, Option<&'static str>)> = Vec::new();
         for target in targets(&schema) {
             let field = target.field.as_str();
             let prop = schema.pointer(&format!("/properties/{field}")).cloned().unwrap_or(Value::Null);
@@ -267,6 +269,25 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     if read && free {
                         let edge = format!("`{field}` of {m} characters, its maximum");
                         push(edge, Some(json!(filler(&prop, m as usize))), Expect::Served);
+                    }
+                    // The same bound counted in other units (`crate::edges::length_edges`): a
+                    // write within it only for the key of the tool IDEM-1's scenarios create with.
+                    if free {
+                        let min = prop.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
+                        let served_write = field == "idempotency_key" && tool == ToolName::CreateInstruction;
+                        for e in crate::edges::length_edges(min, m as usize) {
+                            if e.within && !read && !served_write {
+                                continue;
+                            }
+                            let expect = if e.within { Expect::Served } else { Expect::Refused };
+                            extra.push((
+                                field.to_owned(),
+                                e.describe(field),
+                                json!(e.value()),
+                                expect,
+                                e.choice,
+                            ));
+                        }
                     }
                 }
                 Mutation::TooShort(m) => {
@@ -320,7 +341,80 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                 }
                 Mutation::ExtraProperty => push(target.describe(), Some(json!("x")), Expect::Refused),
             }
+            for (argument, edge, value, expect, choice) in extra.drain(..) {
+                let mut args = base.clone();
+                args[argument.as_str()] = value;
+                rows.push(BoundRow { tool, argument, edge, args, expect, clause, choice });
+            }
         }
+        if crate::edges::has_range(&schema) {
+            for e in crate::edges::calendar_edges() {
+                let mut args = base.clone();
+                args["from"] = json!(e.from);
+                args["to"] = json!(e.to);
+                let expect = if e.within { Expect::Served } else { Expect::Refused };
+                let edge = format!("from {} to {}: {}", e.from, e.to, e.why);
+                rows.push(BoundRow {
+                    tool,
+                    argument: RANGE.to_owned(),
+                    edge,
+                    args,
+                    expect,
+                    clause: "LIM-1",
+                    choice: None,
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// The argument name of LIM-1's calendar rows: the range, a rule no JSON Schema states.
+pub const RANGE: &str = "from..=to";
+
+/// One row of LIM-4's matrix: `tool`, slowed past the deadline of its kind, answers
+/// `expect`: a read MCP_TOOL_TIMEOUT, a write MCP_OUTCOME_UNKNOWN, never a success.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadlineRow {
+    pub tool: ToolName,
+    /// The deadline's name in the control API (`read`, `analytics`, `write`).
+    pub deadline: &'static str,
+    /// Valid arguments for the owner on the busy restaurant, that reach the effect; `None` for
+    /// `update_order_status`, whose order in `received` is found on the server.
+    pub args: Option<Value>,
+    pub expect: ErrorCode,
+}
+
+/// Every tool, each past the deadline its `Kind` gives it (LIM-4): not one picked read.
+pub fn deadline_rows(dataset: &Dataset) -> Vec<DeadlineRow> {
+    use chataigne_contract::Kind;
+    let mut rows = Vec::new();
+    for &tool in ToolName::ALL {
+        let kind = tool.kind();
+        let deadline = match kind {
+            Kind::Read => "read",
+            Kind::Analytics => "analytics",
+            Kind::Write | Kind::KeyedWrite => "write",
+        };
+        let expect = if kind.is_write() { ErrorCode::OutcomeUnknown } else { ErrorCode::ToolTimeout };
+        let mut args = bound_base(dataset, tool);
+        if let Some(a) = args.as_mut().and_then(Value::as_object_mut) {
+            // The state the record is in as expected, and a key of this matrix's own.
+            if tool == ToolName::SetRestaurantStatus
+                && let (Some(status), Some(expected)) =
+                    (a.get("status").cloned(), a.get("expected_status").cloned())
+            {
+                a.insert("status".into(), expected);
+                a.insert("expected_status".into(), status);
+            }
+            if a.contains_key("idempotency_key") {
+                a.insert("idempotency_key".into(), json!(format!("deadline-{}", tool.as_str())));
+            }
+        }
+        if tool == ToolName::UpdateOrderStatus {
+            args = None;
+        }
+        rows.push(DeadlineRow { tool, deadline, args, expect });
     }
     rows
 }
@@ -743,7 +837,13 @@ mod tests {
             // At least the extra member and each required member: no tool is left out.
             assert!(mine.len() > chataigne_contract::schema::required(&tool.input_schema()).len());
             for row in mine {
-                let valid = validator.is_valid(&row.args);
+                // LIM-1's range is a rule no JSON Schema states: judged by day arithmetic.
+                let valid = if row.argument == RANGE {
+                    assert!(validator.is_valid(&row.args), "{}", row.edge);
+                    edges_range_ok(&row.args)
+                } else {
+                    validator.is_valid(&row.args)
+                };
                 assert_eq!(
                     valid,
                     row.expect == Expect::Served,
@@ -752,9 +852,13 @@ mod tests {
                     row.edge,
                     row.args
                 );
+                // A write on a bound changes data: only IDEM-1's key, on the tool its scenarios
+                // create with.
+                let keyed = row.argument == "idempotency_key" && tool == ToolName::CreateInstruction;
                 assert!(
-                    !(tool.kind().is_write() && row.expect == Expect::Served),
-                    "a write on a bound changes data"
+                    !(tool.kind().is_write() && row.expect == Expect::Served) || keyed,
+                    "a write on a bound changes data: {}",
+                    row.edge
                 );
             }
         }
@@ -786,6 +890,60 @@ mod tests {
         let clauses: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.clause).collect();
         let want = ["ABS-2", "IDEM-1", "LIM-1", "LIM-7", "PAG-2", "PAG-8", "PRE-1", "PROTO-3"];
         assert_eq!(clauses.into_iter().collect::<Vec<_>>(), want);
+    }
+
+    fn edges_range_ok(args: &Value) -> bool {
+        let day = |m: &str| chataigne_contract::time::parse_date(args[m].as_str().unwrap()).unwrap();
+        let (from, to) = (day("from"), day("to"));
+        to >= from && to - from < chataigne_contract::MAX_RANGE_DAYS
+    }
+
+    #[test]
+    fn the_bounds_matrix_holds_the_edges_in_every_unit_and_across_the_calendar() {
+        let rows = bound_rows(&dataset());
+        let find = |tool: ToolName, edge: &str| {
+            rows.iter().find(|r| r.tool == tool && r.edge == edge).map(|r| (r.clause, r.expect, r.choice))
+        };
+        let key = "`idempotency_key` of 255 two-byte characters (é), within its bound";
+        assert_eq!(find(ToolName::CreateInstruction, key), Some(("IDEM-1", Expect::Served, None)));
+        assert_eq!(find(ToolName::SendMessage, key), None, "one keyed write on the bound");
+        let short = "`idempotency_key` of 7 two-byte characters (é), outside its bound";
+        assert_eq!(find(ToolName::SendMessage, short), Some(("IDEM-1", Expect::Refused, None)));
+        let astral = "`query` of 200 astral characters (😀, two UTF-16 units), within its bound";
+        assert_eq!(
+            find(ToolName::SearchTranscripts, astral),
+            Some(("LIM-7", Expect::Served, Some(crate::edges::CODE_POINTS)))
+        );
+        let leap = "from 2027-03-01 to 2028-03-01: a day longer, through 29 February (367 days)";
+        assert_eq!(find(ToolName::GetAnalytics, leap), Some(("LIM-1", Expect::Refused, None)));
+        let year = "from 2028-01-01 to 2028-12-31: a whole leap year (366 days)";
+        assert_eq!(find(ToolName::GetAnalytics, year), Some(("LIM-1", Expect::Served, None)));
+    }
+
+    #[test]
+    fn every_tool_has_a_deadline_row_with_valid_arguments_and_its_kinds_code() {
+        use chataigne_contract::schema::Validator;
+        let d = dataset();
+        let rows = deadline_rows(&d);
+        assert_eq!(rows.len(), ToolName::ALL.len());
+        for row in &rows {
+            let want =
+                if row.tool.kind().is_write() { ErrorCode::OutcomeUnknown } else { ErrorCode::ToolTimeout };
+            assert_eq!(row.expect, want, "{}", row.tool.as_str());
+            match &row.args {
+                Some(args) => {
+                    let v = Validator::new(&row.tool.input_schema()).unwrap();
+                    assert!(v.is_valid(args), "{}: {args}", row.tool.as_str());
+                }
+                None => assert_eq!(row.tool, ToolName::UpdateOrderStatus),
+            }
+        }
+        let analytics = rows.iter().find(|r| r.tool == ToolName::GetAnalytics).unwrap();
+        assert_eq!(analytics.deadline, "analytics");
+        // set_restaurant_status expects the state the dataset holds, so it reaches the effect.
+        let set = rows.iter().find(|r| r.tool == ToolName::SetRestaurantStatus).unwrap();
+        let home = d.restaurants.iter().find(|r| r.id == d.landmarks.busy_restaurant).unwrap();
+        assert_eq!(set.args.as_ref().unwrap()["expected_status"], json!(home.status));
     }
 
     #[test]

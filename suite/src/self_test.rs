@@ -310,6 +310,7 @@ const NOTICED_AT_FULL: &[(&str, &str)] = &[
     ("transition-validation-code", "PRE-3"),
     ("message-limit-clamp", "PAG-8"),
     ("repeats-as-once", "LIM-1"),
+    ("utf16-lengths", "IDEM-1"),
 ];
 
 /// The variant that answers with another data shape: ENV-7 must fail alone.

@@ -58,19 +58,23 @@ named_modes! {
         CursorCarriesAuthority = "cursor-carries-authority", "PAG-7", "a next page skips the membership check";
         MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
         AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
+        LeapDayRange = "leap-day-range", "LIM-1", "analytics ranges are counted in 365-day years, leap days left out: a 367-day range through 29 February is accepted";
         NoRateLimit = "no-rate-limit", "LIM-2", "no rate limit";
         RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
         ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
+        SearchDeadlineEmpty = "search-deadline-empty", "LIM-4", "search_transcripts past its deadline answers an empty success (no hits) instead of MCP_TOOL_TIMEOUT";
         NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
         FilteredPageUncut = "filtered-page-uncut", "LIM-5", "a page filtered by status is not shortened to fit 128 KiB, so it is refused as too large (the filtered query path skips the cut)";
         HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
         BodyUnbounded = "body-unbounded", "LIM-7", "request bodies over 1 MiB are accepted";
+        BodyLimitContentLengthOnly = "body-limit-content-length-only", "LIM-7", "only a Content-Length is checked against 1 MiB: a chunked body over it is read and served";
         PreconditionOptional = "precondition-optional", "PRE-1", "expected_status may be omitted";
         ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
         LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
         TerminalOrdersMovable = "terminal-orders-movable", "PRE-3", "cancelled and rejected orders can be moved back into the lifecycle";
         NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
         KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
+        KeyLengthBytes = "key-length-bytes", "IDEM-1", "idempotency_key's length is counted in UTF-8 bytes: 255 \"é\" are refused, 7 are accepted";
         ReplayNotFlagged = "replay-not-flagged", "IDEM-2", "a replay says replayed: false";
         MismatchReplayed = "mismatch-replayed", "IDEM-3", "a key reused with other arguments replays";
         DuplicatesExecuted = "duplicates-executed", "IDEM-4", "concurrent duplicates all run";
@@ -159,8 +163,53 @@ impl Defects {
         s
     }
 
+    /// The schema the server validates against, from the one it publishes: `key-length-bytes`
+    /// publishes the contract's lengths and checks its own ([`Defects::refuses_arguments`]).
+    pub fn validated_schema(&self, mut schema: Value) -> Value {
+        if self.has(Defect::KeyLengthBytes)
+            && let Some(key) =
+                schema.pointer_mut("/properties/idempotency_key").and_then(Value::as_object_mut)
+        {
+            key.remove("minLength");
+            key.remove("maxLength");
+        }
+        schema
+    }
+
     pub fn skips_limits(&self, tool: ToolName) -> bool {
-        self.has(Defect::AnalyticsUnbounded) && tool == ToolName::GetAnalytics
+        (self.has(Defect::AnalyticsUnbounded) || self.has(Defect::LeapDayRange))
+            && tool == ToolName::GetAnalytics
+    }
+
+    /// The defects' own checks of the arguments, after the schema: a key's length in bytes, a
+    /// range in 365-day years.
+    pub fn refuses_arguments(&self, tool: ToolName, args: &Value) -> Option<ToolError> {
+        let min_max =
+            chataigne_contract::tools::IDEMPOTENCY_KEY_MIN..=chataigne_contract::tools::IDEMPOTENCY_KEY_MAX;
+        if self.has(Defect::KeyLengthBytes)
+            && let Some(key) = args.get("idempotency_key").and_then(Value::as_str)
+            && !min_max.contains(&key.len())
+        {
+            return Some(ToolError::invalid("/idempotency_key has the wrong length"));
+        }
+        if self.has(Defect::LeapDayRange) && tool == ToolName::GetAnalytics {
+            // Day numbers of 365-day years: 29 February is 1 March's number.
+            let day = |name: &str| {
+                let text = args.get(name)?.as_str()?;
+                let (y, rest) = text.split_once('-')?;
+                let (m, d) = rest.split_once('-')?;
+                let (y, m, d): (i64, usize, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+                const BEFORE: [i64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+                Some(y * 365 + BEFORE.get(m.checked_sub(1)?)? + d - 1)
+            };
+            let (Some(from), Some(to)) = (day("from"), day("to")) else {
+                return Some(ToolError::invalid("/from or /to is not a calendar date"));
+            };
+            if to < from || to - from + 1 > chataigne_contract::MAX_RANGE_DAYS {
+                return Some(ToolError::invalid("the range is out of bounds"));
+            }
+        }
+        None
     }
 
     /// Extra tools/list entries (ABS-1's defect).
@@ -429,8 +478,29 @@ impl Defects {
         }
     }
 
+    /// The body limit of the transport under the gate (rmcp's).
     pub fn body_limit(&self) -> usize {
-        if self.has(Defect::BodyUnbounded) { 64 * 1024 * 1024 } else { chataigne_contract::MAX_BODY_BYTES }
+        if self.has(Defect::BodyUnbounded) || self.has(Defect::BodyLimitContentLengthOnly) {
+            64 * 1024 * 1024
+        } else {
+            chataigne_contract::MAX_BODY_BYTES
+        }
+    }
+
+    /// The gate's body limit for a request with these headers: `body-limit-content-length-only`
+    /// holds a body to 1 MiB only when it says its length.
+    pub fn body_limit_of(&self, headers: &HeaderMap) -> usize {
+        if self.has(Defect::BodyLimitContentLengthOnly) && headers.contains_key(header::CONTENT_LENGTH) {
+            chataigne_contract::MAX_BODY_BYTES
+        } else {
+            self.body_limit()
+        }
+    }
+
+    /// What a read past its deadline answers instead of its timeout, if a defect says so.
+    pub fn past_deadline(&self, tool: ToolName) -> Option<Output> {
+        (self.has(Defect::SearchDeadlineEmpty) && tool == ToolName::SearchTranscripts)
+            .then(|| Output::new(serde_json::json!({ "transcripts": [] }), "no matching transcripts"))
     }
 
     // --- preconditions ---

@@ -31,6 +31,7 @@ named_modes! {
         TransitionValidationCode = "transition-validation-code", "PRE-3", "a transition the lifecycle forbids is refused with MCP_INVALID_ARGUMENTS";
         MessageLimitClamp = "message-limit-clamp", "PAG-8", "a message_limit over 100 is clamped to 100 (the input schema sets no maximum)";
         RepeatsAsOnce = "repeats-as-once", "LIM-1", "a status filter value or a metric given twice is served as if given once (no uniqueItems published)";
+        Utf16Lengths = "utf16-lengths", "IDEM-1", "string lengths are counted in UTF-16 code units, as zod does: a character outside the BMP counts twice";
     }
 }
 
@@ -103,6 +104,44 @@ impl Variants {
             prop.remove("maximum");
         }
         schema
+    }
+
+    /// The schema the server validates against, from the one it publishes: `utf16-lengths`
+    /// publishes the contract's lengths and counts them itself ([`Variants::refuses_length`]).
+    pub fn validated_schema(&self, mut schema: Value) -> Value {
+        if self.has(Variant::Utf16Lengths)
+            && let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut)
+        {
+            for prop in props.values_mut().filter_map(Value::as_object_mut) {
+                if prop.get("pattern").is_none() {
+                    prop.remove("minLength");
+                    prop.remove("maxLength");
+                }
+            }
+        }
+        schema
+    }
+
+    /// `utf16-lengths`: a free string whose length in UTF-16 code units is outside the
+    /// contract's bounds (what zod's `.min()`/`.max()` count).
+    pub fn refuses_length(&self, tool: ToolName, args: &Value) -> Option<ToolError> {
+        if !self.has(Variant::Utf16Lengths) {
+            return None;
+        }
+        let schema = tool.input_schema();
+        for (name, prop) in schema.get("properties")?.as_object()? {
+            let Some(text) = args.get(name).and_then(Value::as_str) else { continue };
+            if prop.get("pattern").is_some() {
+                continue;
+            }
+            let units = text.encode_utf16().count() as u64;
+            let min = prop.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+            let max = prop.get("maxLength").and_then(Value::as_u64).unwrap_or(u64::MAX);
+            if units < min || units > max {
+                return Some(ToolError::invalid(format!("/{name} has the wrong length")));
+            }
+        }
+        None
     }
 
     /// The output schema to publish: the contract's, patched for the variants that change a

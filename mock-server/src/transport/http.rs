@@ -90,7 +90,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     let mut posted = None;
     if request.method() == axum::http::Method::POST {
         let (mut parts, body) = request.into_parts();
-        let bytes = match axum::body::to_bytes(body, app.defects.body_limit()).await {
+        let bytes = match axum::body::to_bytes(body, app.defects.body_limit_of(&parts.headers)).await {
             Ok(bytes) => bytes,
             Err(e) => return body_refusal(BodyError::of(&e)),
         };

@@ -50,13 +50,17 @@ async fn keyed_writes_need_a_key_of_8_to_255_characters() {
     check("send_message", message.clone(), Some(String::new()), false).await;
     check("send_message", message.clone(), Some("8".repeat(8)), true).await;
     check("send_message", message.clone(), Some("k".repeat(255)), true).await;
+    // Characters, not bytes: 255 "é" are 510 bytes and a valid key; 7 are 14 bytes and too short.
+    check("send_message", message.clone(), Some("é".repeat(255)), true).await;
+    check("send_message", message.clone(), Some("é".repeat(7)), false).await;
+    check("send_message", message.clone(), Some("é".repeat(256)), false).await;
     let instruction = json!({ "restaurant_id": "rst_central", "text": "Use the side door" });
     check("create_instruction", instruction.clone(), None, false).await;
     check("create_instruction", instruction, Some("i".repeat(7)), false).await;
     check("create_organization", json!({ "name": "Keyless" }), None, false).await;
     let restaurant = json!({ "organization_id": "org_maison", "name": "Keyless", "timezone": "UTC" });
     check("create_restaurant", restaurant, None, false).await;
-    assert_eq!(count(&server).await, baseline() + 2, "only the two valid calls sent a message");
+    assert_eq!(count(&server).await, baseline() + 3, "only the three valid calls sent a message");
 }
 
 // IDEM-2

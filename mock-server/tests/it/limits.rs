@@ -38,6 +38,10 @@ async fn analytics_takes_one_to_eight_distinct_metrics_over_at_most_366_days() {
     check(analytics(one, "2024-01-01", "2024-12-31"), true).await;
     check(analytics(one, "2025-11-30", "2026-12-01"), false).await;
     check(analytics(one, "2024-01-01", "2025-01-01"), false).await;
+    // 366 days ending on 29 February, and a day more through it (365-day years count it 366).
+    check(analytics(one, "2023-03-01", "2024-02-29"), true).await;
+    check(analytics(one, "2023-03-01", "2024-03-01"), false).await;
+    check(analytics(one, "2024-02-29", "2025-03-01"), false).await;
     check(analytics(one, "2026-11-30", "2026-11-30"), true).await;
     check(analytics(one, "2026-11-30", "2026-11-29"), false).await;
     check(analytics(one, "2026-02-29", "2026-03-01"), false).await;
@@ -151,6 +155,31 @@ async fn a_body_over_one_mib_is_refused_with_413() {
     // Just under the limit, the body is read and the schema refuses the text.
     let http = server.post_mcp(&[("authorization", &auth)], body(1000 * 1000)).await;
     assert_eq!(http.status, 200);
+    assert_eq!(http.json["result"]["structuredContent"]["data"]["error"]["code"], "MCP_INVALID_ARGUMENTS");
+    assert_eq!(server.message_count("rst_central", "cnv_c01").await, message_count_in_dataset("cnv_c01"));
+}
+
+// LIM-7 when the body does not say its length: sent chunked with no Content-Length, a body over
+// 1 MiB is refused with 413 all the same (not served, not a 5xx), and one just under it is read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chunked_body_over_one_mib_is_refused_with_413_too() {
+    let server = start().await;
+    let auth = format!("Bearer {}", token("owner"));
+    let chunked = |text_len: usize| {
+        let arguments = json!({
+            "restaurant_id": "rst_central", "conversation_id": "cnv_c01",
+            "text": "x".repeat(text_len), "idempotency_key": key("chunked"),
+        });
+        let params = json!({ "name": "send_message", "arguments": arguments });
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }).to_string();
+        let pieces: Vec<Result<Vec<u8>, std::io::Error>> =
+            body.into_bytes().chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+        reqwest::Body::wrap_stream(futures::stream::iter(pieces))
+    };
+    let http = server.post_mcp(&[("authorization", &auth)], chunked(1024 * 1024 + 1)).await;
+    assert_eq!(http.status, 413, "{}", &http.text[..http.text.len().min(200)]);
+    let http = server.post_mcp(&[("authorization", &auth)], chunked(1000 * 1000)).await;
+    assert_eq!(http.status, 200, "{}", &http.text[..http.text.len().min(200)]);
     assert_eq!(http.json["result"]["structuredContent"]["data"]["error"]["code"], "MCP_INVALID_ARGUMENTS");
     assert_eq!(server.message_count("rst_central", "cnv_c01").await, message_count_in_dataset("cnv_c01"));
 }

@@ -487,3 +487,30 @@ async fn repeats_as_once_serves_a_repeated_status_or_metric_as_given_once_and_pu
         assert_eq!((schema.get("uniqueItems"), &schema["type"]), (None, &json!("array")), "{tool}: {schema}");
     }
 }
+
+// IDEM-1 / LIM-7, utf16-lengths
+#[tokio::test(flavor = "multi_thread")]
+async fn utf16_lengths_counts_an_astral_character_twice_and_a_two_byte_one_once() {
+    let instruction =
+        |key: String| json!({ "restaurant_id": "rst_central", "text": "Side door", "idempotency_key": key });
+    let server = with(&[Variant::Utf16Lengths]).await;
+    let call = async |key: String| server.call("owner", "create_instruction", instruction(key)).await;
+    // 255 "😀" are 510 UTF-16 units: too long; 127 are 254: a key; 7 are 14: a key too.
+    expect_error(&call("😀".repeat(255)).await, ErrorCode::InvalidArguments);
+    expect_ok(&call("😀".repeat(127)).await);
+    expect_ok(&call("😀".repeat(7)).await);
+    // "é" is one unit, as in the reference.
+    expect_ok(&call("é".repeat(255)).await);
+    expect_error(&call("é".repeat(7)).await, ErrorCode::InvalidArguments);
+    // The reference counts code points.
+    let reference = start().await;
+    expect_ok(&reference.call("owner", "create_instruction", instruction("😀".repeat(255))).await);
+    expect_error(
+        &reference.call("owner", "create_instruction", instruction("😀".repeat(7))).await,
+        ErrorCode::InvalidArguments,
+    );
+    // The published schema keeps the contract's lengths.
+    let tools = server.tools_list("owner").await;
+    let detail = tools.iter().find(|t| t["name"] == "create_instruction").expect("listed");
+    assert_eq!(detail["inputSchema"]["properties"]["idempotency_key"]["maxLength"], 255);
+}

@@ -8,10 +8,7 @@ use serde_json::{Value, json};
 
 /// Whether the input schema has a range: `from` and `to`, both dates.
 pub fn has_range(schema: &Value) -> bool {
-    ["from", "to"].iter().all(|m| {
-        schema.pointer(&format!("/properties/{m}/pattern")).and_then(Value::as_str)
-            == Some("^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-    })
+    crate::edges::has_range(schema)
 }
 
 fn days(args: &Value) -> Option<(i64, i64)> {

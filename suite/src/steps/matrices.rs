@@ -865,3 +865,52 @@ async fn allowed_state_changes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
     misses.verdict(w, rows.len(), "every state change the tables allow reaches its precondition")
 }
+
+/// LIM-4 for every tool (`matrices::deadline_rows`): each deadline shortened to 100 ms and each
+/// tool slowed by 500 ms before it runs; a read answers MCP_TOOL_TIMEOUT, a write
+/// MCP_OUTCOME_UNKNOWN. A success is the fault this catches (a search that gives up and
+/// answers no hits looks served). Needs a fresh server state: the writes' effects happen.
+#[then("every tool past the deadline of its kind answers its timeout, never a success")]
+async fn deadline_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    const DEADLINE_MS: u64 = 100;
+    const SLOWER_MS: u64 = 500;
+    let rows = matrices::deadline_rows(w.dataset());
+    if rows.is_empty() {
+        return Err(w.fail("tools with a deadline", "none derived from the contract"));
+    }
+    let restaurant = w.dataset().landmarks.busy_restaurant.clone();
+    // Every call's arguments first: finding an order lists orders, which will be slowed.
+    let mut calls = Vec::new();
+    for row in &rows {
+        calls.push(match &row.args {
+            Some(args) => args.clone(),
+            None => {
+                let order = super::writes::order_in_status(w, &restaurant, "received").await?;
+                json!({ "restaurant_id": restaurant, "order_id": order, "status": "accepted", "expected_status": "received" })
+            }
+        });
+    }
+    w.dirty = true;
+    let deadlines = json!({ "read_ms": DEADLINE_MS, "analytics_ms": DEADLINE_MS, "write_ms": DEADLINE_MS });
+    w.control()?.set_deadlines(deadlines).await?;
+    let mut misses = Misses::default();
+    for (row, args) in rows.iter().zip(calls) {
+        let tool = row.tool.as_str();
+        w.control()?.add_fault(json!({ "tool": tool, "latency_ms": SLOWER_MS })).await?;
+        w.call_tool(tool, args).await?;
+        let got = outcome(w);
+        if got != row.expect.as_str() {
+            let got = if got == "success" { "a success".to_owned() } else { got };
+            misses.add(
+                w,
+                format!(
+                    "{tool} past its {} deadline: {got} (expected {})",
+                    row.deadline,
+                    row.expect.as_str()
+                ),
+            );
+        }
+    }
+    w.control()?.clear_faults().await?;
+    misses.verdict(w, rows.len(), "every tool past its deadline answers its kind's timeout")
+}

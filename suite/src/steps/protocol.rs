@@ -240,6 +240,46 @@ async fn sized_body(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()>
     Ok(())
 }
 
+/// LIM-7 on every framing (`crate::edges::BODY_EDGES`): a tools/call of exactly 1 MiB is read
+/// and a byte more is 413, sent with a Content-Length and sent chunked without one (a server
+/// that checks only the header serves the second). Never a 5xx. Every edge is sent; the first
+/// that differs is the failure's exchange, and every one that differs is named.
+#[then(
+    "every request body on and past 1 MiB is read or refused with 413, with a Content-Length or chunked without one"
+)]
+async fn body_edges(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
+    let mut misses: Vec<(usize, String)> = Vec::new();
+    for edge in crate::edges::BODY_EDGES {
+        let client = w.client().await?;
+        let id = client.take_id();
+        let bytes = rules::sized_tools_call(id, &restaurant, edge.bytes)
+            .map_err(|base| anyhow!("a tools/call body is at least {base} bytes"))?;
+        let ex = if edge.chunked {
+            client.post_raw_chunked(bytes, Some(id)).await
+        } else {
+            client.post_raw(bytes, Some(id), &[]).await
+        };
+        let ex = w.record(ex);
+        let judged = if edge.within {
+            rules::status_is_not(ex, 413).and_then(|()| rules::no_server_error(ex))
+        } else {
+            rules::status_is(ex, 413)
+        };
+        if let Err(miss) = judged {
+            let framing = if edge.chunked { "chunked, no Content-Length" } else { "with a Content-Length" };
+            let at = w.history.len() - 1;
+            misses.push((
+                at,
+                format!("{} bytes {framing}: {} (expected {})", edge.bytes, miss.got, miss.expected),
+            ));
+        }
+    }
+    let Some((first, _)) = misses.first() else { return Ok(()) };
+    let got = misses.iter().map(|(_, m)| format!("\n  - {m}")).collect::<String>();
+    Err(w.fail_about(w.history.get(*first), "every body edge of the 1 MiB limit held", got))
+}
+
 #[then(expr = "the answer is the JSON-RPC error {int}")]
 async fn rpc_error(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
     rules::rpc_error(w.last()?, code).map_err(|m| failed(w, m))

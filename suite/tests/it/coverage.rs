@@ -53,9 +53,12 @@ fn every_reference_choice_is_checked() {
     for entry in std::fs::read_dir(dir).unwrap() {
         steps.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
     }
-    // The matrices' rows name the choice a row's difference is from (`BoundRow::choice`).
-    let matrices = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/matrices.rs");
-    steps.push_str(&std::fs::read_to_string(matrices).unwrap());
+    // The matrices' rows name the choice a row's difference is from (`BoundRow::choice`), some
+    // taken from the derived edges (`edges::CODE_POINTS`).
+    for rows in ["src/matrices.rs", "src/edges.rs"] {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rows);
+        steps.push_str(&std::fs::read_to_string(path).unwrap());
+    }
     let unchecked: Vec<&str> = chataigne_contract::clauses::CHOICES
         .iter()
         .map(|(choice, _)| *choice)

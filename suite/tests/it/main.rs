@@ -6,6 +6,7 @@
 //! (`schedule`).
 
 mod coverage;
+mod edges;
 mod embedded;
 mod error_reports;
 mod fake;
