@@ -204,6 +204,8 @@ pub struct RunContext {
     pub broken_protocol: Option<ProtocolFault>,
     /// The time the run spent waiting for rate windows (reported).
     pub rate_waits: crate::schedule::Waits,
+    /// The differential oracle: the reference to compare with, or why nothing is compared.
+    pub oracle: crate::oracle::Oracle,
 }
 
 /// A protocol fault found before any scenario runs: the clause and the exchange that shows it.
