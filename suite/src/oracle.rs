@@ -37,7 +37,7 @@ pub struct Freedom {
 /// How a freedom is applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Treatment {
-    /// Not compared at all.
+    /// Not compared at all (a value: a member of that name holding an object is compared).
     Ignored,
     /// An ID the server generated: paired with the reference's, in the order of creation, and
     /// then held to that pairing (a replay must give the same one).
@@ -80,8 +80,9 @@ pub const FREEDOMS: &[Freedom] = &[
     },
 ];
 
+/// A record's ID or a reference to one (`request_id` is a call's, its own freedom).
 fn is_id_member(member: &str) -> bool {
-    member == "id" || member.ends_with("_id")
+    member == "id" || (member.ends_with("_id") && member != "request_id")
 }
 
 fn freedom_of(member: &str) -> Option<Treatment> {
@@ -147,7 +148,8 @@ fn diff(t: &Value, r: &Value, path: &str, ids: &mut IdPairs, fresh: bool, out: &
                 let Some(tv) = to.get(member) else { continue };
                 let here = format!("{path}.{member}");
                 match freedom_of(member) {
-                    Some(Treatment::Ignored) => {}
+                    // A free member is a value: `message` holding an object is a record.
+                    Some(Treatment::Ignored) if !rv.is_object() && !rv.is_array() => {}
                     Some(Treatment::Paired) => match (tv, rv) {
                         (Value::String(ts), Value::String(rs)) => {
                             if let Err(e) = ids.check(ts, rs, fresh) {

@@ -12,6 +12,7 @@ mod fake;
 mod fuzz;
 mod fuzz_evidence;
 mod layers;
+mod oracle;
 mod proxied;
 mod proxy;
 mod rate_limits;
