@@ -35,14 +35,13 @@ fn a_stale_read_after_write_differs_from_the_reference() {
     failed_by_oracle(&outcome, "PRE-2");
 }
 
-/// A write that also changes what it should not (the order's total, in every later get_order):
-/// no step reads the total, every envelope and schema stays valid; only the comparison with the
-/// reference sees it.
-#[test]
-fn a_write_that_changes_another_field_differs_from_the_reference() {
-    let moved: Arc<Mutex<HashSet<String>>> = Arc::default();
-    let seen = moved.clone();
-    let fault = Fault {
+/// A fault proxy's answer rewrite: after an order was moved, every get_order of it shows a
+/// total 100 cents higher (a write that changes what it should not). No step or property reads
+/// the total, every envelope and schema stays valid; only the comparison with the reference
+/// sees it. `moved` collects the orders moved.
+fn total_changed_after_a_move(moved: Arc<Mutex<HashSet<String>>>) -> Fault {
+    let seen = moved;
+    Fault {
         response: Some(Box::new(move |req: &Req, resp: &mut Resp| {
             let arg = |k: &str| req.json.pointer(&format!("/params/arguments/{k}")).and_then(Value::as_str);
             let mut moved = seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -61,11 +60,35 @@ fn a_write_that_changes_another_field_differs_from_the_reference() {
             }
         })),
         ..Fault::default()
-    };
-    let server = proxy::start(&[], fault);
+    }
+}
+
+#[test]
+fn a_write_that_changes_another_field_differs_from_the_reference() {
+    let moved: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let server = proxy::start(&[], total_changed_after_a_move(moved.clone()));
     let outcome = server.run(&["--tags", "@PRE-2", "--level", "seed"]);
     failed_by_oracle(&outcome, "PRE-2");
     assert!(!moved.lock().unwrap_or_else(|e| e.into_inner()).is_empty(), "no order was moved");
+}
+
+/// The fuzzer's state-changing sequences use the same comparison: the finding is PRE-2's, with
+/// the shrunk sequence of calls before it.
+#[test]
+fn fuzz_finds_a_write_that_changes_another_field() {
+    let server = proxy::start(&[], total_changed_after_a_move(Arc::default()));
+    let report = server.profile.with_file_name("fuzz.json");
+    let args = ["chataigne-conformance", "fuzz", "--profile", server.profile.to_str().unwrap(), "--seed", "7",
+        "--budget", "1000calls", "--report-json", report.to_str().unwrap()];
+    let outcome = chataigne_conformance::cli::execute_args(args, std::io::sink());
+    assert_eq!(outcome.code, 1, "{:?}", outcome.error);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let findings = json["findings"].as_array().cloned().unwrap_or_default();
+    let found = findings
+        .iter()
+        .find(|f| f["clause"] == "PRE-2" && f.to_string().contains("differential oracle"))
+        .unwrap_or_else(|| panic!("no PRE-2 difference from the reference: {json:#}"));
+    assert!(found.to_string().contains("update_order_status"), "the calls before it: {found:#}");
 }
 
 /// A server whose restaurants are not the published dataset's: the oracle is not run, the
