@@ -121,7 +121,9 @@ impl IdPairs {
         match value {
             Value::String(s) => Value::String(self.to_reference.get(s).cloned().unwrap_or_else(|| s.clone())),
             Value::Array(a) => Value::Array(a.iter().map(|v| self.to_reference(v)).collect()),
-            Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), self.to_reference(v))).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), self.to_reference(v))).collect())
+            }
             other => other.clone(),
         }
     }
@@ -202,7 +204,9 @@ pub fn redacted(v: &Value) -> Value {
         Value::Object(o) => Value::Object(
             o.iter()
                 .map(|(k, v)| match (freedom_of(k), v) {
-                    (Some(Treatment::Ignored), Value::String(s)) if k != "request_id" && !k.ends_with("_at") => {
+                    (Some(Treatment::Ignored), Value::String(s))
+                        if k != "request_id" && !k.ends_with("_at") =>
+                    {
                         (k.clone(), json!(format!("({} bytes of text, not compared)", s.len())))
                     }
                     _ => (k.clone(), redacted(v)),
@@ -234,9 +238,8 @@ impl Answer {
         if ex.is_error() {
             let category = s.pointer("/data/error/category").and_then(Value::as_str).unwrap_or_default();
             return match category {
-                "validation" | "authentication" | "authorization" | "not_found" | "conflict" | "rate_limit" => {
-                    Answer::Refused
-                }
+                "validation" | "authentication" | "authorization" | "not_found" | "conflict"
+                | "rate_limit" => Answer::Refused,
                 _ => Answer::Unknown,
             };
         }
@@ -266,13 +269,8 @@ pub const CREATED_CLAUSE: &str = "IDEM-2";
 /// The keyed writes that create a record (IDEM-1's four).
 const CREATING: &[&str] = &["send_message", "create_instruction", "create_organization", "create_restaurant"];
 /// Reads whose answers may hold records a scenario created.
-const READS_OF_CREATED: &[&str] = &[
-    "get_conversation",
-    "list_instructions",
-    "list_organizations",
-    "list_restaurants",
-    "get_restaurant",
-];
+const READS_OF_CREATED: &[&str] =
+    &["get_conversation", "list_instructions", "list_organizations", "list_restaurants", "get_restaurant"];
 
 /// How far the reference's copy of an order is known to equal the target's, in one scenario.
 #[derive(Debug, Clone, PartialEq)]
@@ -320,7 +318,8 @@ impl Shadow {
     }
 
     fn difference(&self, clause: &'static str, what: &str, diffs: &[String], t: &Value, r: &Value) -> Note {
-        let calls: Vec<String> = self.calls.iter().enumerate().map(|(i, c)| format!("  {}. {c}", i + 1)).collect();
+        let calls: Vec<String> =
+            self.calls.iter().enumerate().map(|(i, c)| format!("  {}. {c}", i + 1)).collect();
         Note {
             clause,
             difference: Some(format!(
@@ -336,7 +335,11 @@ impl Shadow {
 
 fn clip(v: &Value) -> String {
     let s = v.to_string();
-    if s.len() > 1500 { format!("{}… ({} bytes)", s.chars().take(1500).collect::<String>(), s.len()) } else { s }
+    if s.len() > 1500 {
+        format!("{}… ({} bytes)", s.chars().take(1500).collect::<String>(), s.len())
+    } else {
+        s
+    }
 }
 
 /// Whether the server's data is the published dataset, as far as a few reads tell (the
@@ -354,8 +357,15 @@ pub async fn applicable(
     for rid in [&l.busy_restaurant, &l.small_restaurant] {
         let Some(r) = dataset.restaurants.iter().find(|r| &r.id == rid) else { continue };
         let want = json!({ "id": r.id, "organization_id": r.organization_id, "name": r.name, "timezone": r.timezone });
-        let got = read(client, "get_restaurant", json!({ "restaurant_id": rid }), "restaurant", &outbound, &inbound)
-            .await?;
+        let got = read(
+            client,
+            "get_restaurant",
+            json!({ "restaurant_id": rid }),
+            "restaurant",
+            &outbound,
+            &inbound,
+        )
+        .await?;
         same(&got, &want, &format!("restaurant {rid}"))?;
     }
     let orders: Vec<_> = dataset.orders.iter().filter(|o| o.restaurant_id == l.busy_restaurant).collect();
@@ -576,7 +586,14 @@ impl Reference {
                         match self.call(persona, tool, args).await {
                             Answer::Success { data: reference, .. } => {
                                 let diffs = compare(data, &reference, &mut shadow.ids, false);
-                                notes.push(note(shadow, STATE_CLAUSE, "the answer of update_order_status", diffs, data, &reference));
+                                notes.push(note(
+                                    shadow,
+                                    STATE_CLAUSE,
+                                    "the answer of update_order_status",
+                                    diffs,
+                                    data,
+                                    &reference,
+                                ));
                             }
                             // A move the reference refuses and the seed allows (a skip forward):
                             // the state the seed fixes after a success is the new status.
@@ -597,11 +614,14 @@ impl Reference {
                     "get_order" => data.get("order").cloned().into_iter().collect(),
                     _ => data.get("orders").and_then(Value::as_array).cloned().unwrap_or_default(),
                 };
-                let filter: Option<Vec<String>> = args.get("status").and_then(Value::as_array).map(|a| {
-                    a.iter().filter_map(Value::as_str).map(str::to_owned).collect()
-                });
+                let filter: Option<Vec<String>> = args
+                    .get("status")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect());
                 for item in items {
-                    let Some(oid) = item.get("id").and_then(Value::as_str).map(str::to_owned) else { continue };
+                    let Some(oid) = item.get("id").and_then(Value::as_str).map(str::to_owned) else {
+                        continue;
+                    };
                     match shadow.written.get(&oid) {
                         None => {
                             if let Some(s) = item.get("status").and_then(Value::as_str) {
@@ -611,7 +631,8 @@ impl Reference {
                         Some(Known::No) => {}
                         Some(Known::Yes) => {
                             let read = json!({ "restaurant_id": restaurant, "order_id": oid });
-                            let Answer::Success { data: r, .. } = self.call(persona, "get_order", &read).await
+                            let Answer::Success { data: r, .. } =
+                                self.call(persona, "get_order", &read).await
                             else {
                                 continue;
                             };
@@ -619,7 +640,9 @@ impl Reference {
                             let mut diffs = compare(&item, reference, &mut shadow.ids, false);
                             let status = reference.get("status").and_then(Value::as_str).unwrap_or_default();
                             if let Some(f) = filter.as_ref().filter(|f| !f.iter().any(|s| s == status)) {
-                                diffs.push(format!("listed under status {f:?}, while the reference's is {status}"));
+                                diffs.push(format!(
+                                    "listed under status {f:?}, while the reference's is {status}"
+                                ));
                             }
                             let what = format!("order {oid} as {tool} answers it");
                             notes.push(note(shadow, STATE_CLAUSE, &what, diffs, &item, reference));
@@ -665,7 +688,11 @@ impl Reference {
 
 #[cfg(feature = "embedded")]
 fn note(shadow: &Shadow, clause: &'static str, what: &str, diffs: Vec<String>, t: &Value, r: &Value) -> Note {
-    if diffs.is_empty() { Note { clause, difference: None } } else { shadow.difference(clause, what, &diffs, t, r) }
+    if diffs.is_empty() {
+        Note { clause, difference: None }
+    } else {
+        shadow.difference(clause, what, &diffs, t, r)
+    }
 }
 
 /// The records of `data` the scenario created, with their IDs.

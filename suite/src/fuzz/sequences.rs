@@ -87,7 +87,14 @@ impl<'e, 'a> Trail<'e, 'a> {
         let dataset_args = ctx.id_map.inbound(args);
         let answer = crate::oracle::Answer::of(ex, |v| ctx.id_map.inbound(v));
         let rid = ex.request_id();
-        let notes = caller.runtime.block_on(ctx.oracle.after(&mut self.shadow, persona, tool, &dataset_args, &answer, rid));
+        let notes = caller.runtime.block_on(ctx.oracle.after(
+            &mut self.shadow,
+            persona,
+            tool,
+            &dataset_args,
+            &answer,
+            rid,
+        ));
         for note in notes {
             if let Some(detail) = note.difference {
                 let found = self.observed_as(persona, note.clause, detail, tool, args, ex);

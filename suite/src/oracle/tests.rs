@@ -18,7 +18,12 @@ fn freedoms_are_not_differences() {
         false,
         0,
     );
-    check(json!({"message": {"text": "a", "request_id": "req_1"}}), json!({"message": {"text": "b", "request_id": "req_2"}}), false, 0);
+    check(
+        json!({"message": {"text": "a", "request_id": "req_1"}}),
+        json!({"message": {"text": "b", "request_id": "req_2"}}),
+        false,
+        0,
+    );
     // Order among ties: items matched by ID.
     check(
         json!({"orders": [{"id": "ord_2", "status": "ready"}, {"id": "ord_1", "status": "received"}]}),
@@ -27,7 +32,12 @@ fn freedoms_are_not_differences() {
         0,
     );
     // Members the target adds are its own; members it lacks are ENV-7's.
-    check(json!({"order": {"id": "ord_1", "extra": 1}}), json!({"order": {"id": "ord_1", "status": "x"}}), false, 0);
+    check(
+        json!({"order": {"id": "ord_1", "extra": 1}}),
+        json!({"order": {"id": "ord_1", "status": "x"}}),
+        false,
+        0,
+    );
     // A generated ID pairs with the reference's when the reference created it.
     check(json!({"instruction": {"id": "ins_target"}}), json!({"instruction": {"id": "ins_ref"}}), true, 0);
 }
@@ -50,12 +60,23 @@ fn differences_are_found() {
 #[test]
 fn a_replay_must_keep_the_created_ids() {
     let mut ids = IdPairs::default();
-    let first = compare(&json!({"message": {"id": "msg_t1"}}), &json!({"message": {"id": "msg_r1"}}), &mut ids, true);
+    let first =
+        compare(&json!({"message": {"id": "msg_t1"}}), &json!({"message": {"id": "msg_r1"}}), &mut ids, true);
     assert!(first.is_empty(), "{first:?}");
     // The reference replays msg_r1: the target's replay must answer msg_t1 again.
-    let same = compare(&json!({"message": {"id": "msg_t1"}}), &json!({"message": {"id": "msg_r1"}}), &mut ids, false);
+    let same = compare(
+        &json!({"message": {"id": "msg_t1"}}),
+        &json!({"message": {"id": "msg_r1"}}),
+        &mut ids,
+        false,
+    );
     assert!(same.is_empty(), "{same:?}");
-    let new = compare(&json!({"message": {"id": "msg_t2"}}), &json!({"message": {"id": "msg_r1"}}), &mut ids, false);
+    let new = compare(
+        &json!({"message": {"id": "msg_t2"}}),
+        &json!({"message": {"id": "msg_r1"}}),
+        &mut ids,
+        false,
+    );
     assert_eq!(new.len(), 1, "{new:?}");
     assert!(new[0].contains("msg_t1") && new[0].contains("msg_t2"), "{new:?}");
     // Arguments naming a created record reach the reference with its own ID.

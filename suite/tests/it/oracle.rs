@@ -25,7 +25,10 @@ fn failed_by_oracle(outcome: &Outcome, id: &str) {
     let found = c.findings.iter().find(|f| f.contains("differential oracle")).unwrap_or_else(|| {
         panic!("{id} failed, but not on a difference from the reference: {:#?}", c.findings)
     });
-    assert!(found.contains("target:") && found.contains("reference:") && found.contains("calls that led here"), "{found}");
+    assert!(
+        found.contains("target:") && found.contains("reference:") && found.contains("calls that led here"),
+        "{found}"
+    );
 }
 
 #[test]
@@ -78,8 +81,18 @@ fn a_write_that_changes_another_field_differs_from_the_reference() {
 fn fuzz_finds_a_write_that_changes_another_field() {
     let server = proxy::start(&[], total_changed_after_a_move(Arc::default()));
     let report = server.profile.with_file_name("fuzz.json");
-    let args = ["chataigne-conformance", "fuzz", "--profile", server.profile.to_str().unwrap(), "--seed", "7",
-        "--budget", "1000calls", "--report-json", report.to_str().unwrap()];
+    let args = [
+        "chataigne-conformance",
+        "fuzz",
+        "--profile",
+        server.profile.to_str().unwrap(),
+        "--seed",
+        "7",
+        "--budget",
+        "1000calls",
+        "--report-json",
+        report.to_str().unwrap(),
+    ];
     let outcome = chataigne_conformance::cli::execute_args(args, std::io::sink());
     assert_eq!(outcome.code, 1, "{:?}", outcome.error);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
