@@ -129,3 +129,41 @@ fn a_server_with_other_data_is_told_the_oracle_did_not_run() {
     let c = clause(&outcome, "PRE-2");
     assert!(c.findings.iter().all(|f| !f.contains("differential oracle")), "{:#?}", c.findings);
 }
+
+/// A created record listed with another author than the one who created it: the create's answer
+/// is right, only the later list is wrong; filed under IDEM-2 with both records.
+#[test]
+fn a_created_record_listed_otherwise_differs_from_the_reference() {
+    let created: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let seen = created.clone();
+    let fault = Fault {
+        response: Some(Box::new(move |req: &Req, resp: &mut Resp| {
+            let mut created = seen.lock().unwrap_or_else(|e| e.into_inner());
+            match req.tool() {
+                "create_instruction" => resp.edit_json(|v| {
+                    let id =
+                        v.pointer("/result/structuredContent/data/instruction/id").and_then(Value::as_str);
+                    if let Some(id) = id {
+                        created.insert(id.to_owned());
+                    }
+                }),
+                "list_instructions" => resp.edit_json(|v| {
+                    let items = v
+                        .pointer_mut("/result/structuredContent/data/instructions")
+                        .and_then(Value::as_array_mut);
+                    for item in items.into_iter().flatten() {
+                        if item["id"].as_str().is_some_and(|id| created.contains(id)) {
+                            item["created_by"] = json!("usr_someone_else");
+                        }
+                    }
+                }),
+                _ => {}
+            }
+        })),
+        ..Fault::default()
+    };
+    let server = proxy::start(&[], fault);
+    let outcome = server.run(&["--tags", "@IDEM-2", "--level", "seed"]);
+    failed_by_oracle(&outcome, "IDEM-2");
+    assert!(!created.lock().unwrap_or_else(|e| e.into_inner()).is_empty(), "nothing was created");
+}
