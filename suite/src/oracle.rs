@@ -272,6 +272,14 @@ const CREATING: &[&str] = &["send_message", "create_instruction", "create_organi
 const READS_OF_CREATED: &[&str] =
     &["get_conversation", "list_instructions", "list_organizations", "list_restaurants", "get_restaurant"];
 
+/// Whether the oracle has anything to do with a call of `tool`: a write it replays or a read it
+/// may compare. Every other call costs nothing (its answer is not even read).
+pub fn concerns(tool: &str) -> bool {
+    matches!(tool, "update_order_status" | "get_order" | "list_orders")
+        || CREATING.contains(&tool)
+        || READS_OF_CREATED.contains(&tool)
+}
+
 /// How far the reference's copy of an order is known to equal the target's, in one scenario.
 #[derive(Debug, Clone, PartialEq)]
 enum Known {
@@ -303,6 +311,44 @@ fn shown_args(args: &Value) -> String {
 }
 
 impl Shadow {
+    /// Whether a call of `tool` needs the whole answer (a write to replay, a read to compare);
+    /// otherwise [`Shadow::observe`] reads what it needs in place, and big pages are not copied.
+    pub fn needs_answer(&self, tool: &str) -> bool {
+        match tool {
+            "get_order" | "list_orders" => !self.written.is_empty(),
+            t if READS_OF_CREATED.contains(&t) => !self.ids.to_reference.is_empty(),
+            _ => true,
+        }
+    }
+
+    /// A read's orders, as observed before the scenario writes any: each one's status, in
+    /// dataset IDs (`to_dataset`), is what the reference's copy is seeded with.
+    pub fn observe(
+        &mut self,
+        persona: &str,
+        tool: &str,
+        args: &Value,
+        ex: &Exchange,
+        to_dataset: impl Fn(&str) -> String,
+    ) {
+        if ex.is_error() {
+            return;
+        }
+        let seen = Answer::Success { data: Value::Null, replayed: false };
+        self.log(persona, tool, args, &seen, ex.request_id());
+        let Some(data) = ex.structured().and_then(|s| s.get("data")) else { return };
+        let one = data.get("order").into_iter();
+        let many = data.get("orders").and_then(Value::as_array).into_iter().flatten();
+        for item in one.chain(many) {
+            let (Some(id), Some(status)) =
+                (item.get("id").and_then(Value::as_str), item.get("status").and_then(Value::as_str))
+            else {
+                continue;
+            };
+            self.observed.insert(to_dataset(id), status.to_owned());
+        }
+    }
+
     fn log(&mut self, persona: &str, tool: &str, args: &Value, answer: &Answer, rid: Option<&str>) {
         let outcome = match answer {
             Answer::Success { replayed: true, .. } => "success (replay)",
@@ -447,6 +493,11 @@ impl Oracle {
 
     pub fn is_on(&self) -> bool {
         self.not_run.is_none()
+    }
+
+    /// Whether a call of `tool` is the oracle's business in this run.
+    pub fn wants(&self, tool: &str) -> bool {
+        self.is_on() && concerns(tool)
     }
 
     /// The reference's clock follows the target's when the control API moves it (IDEM-6).

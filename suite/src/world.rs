@@ -338,10 +338,14 @@ impl ConformanceWorld {
     /// reference's; each comparison is evidence for its clause, each difference a finding.
     async fn compare_with_reference(&mut self, persona: &str, tool: &str, args: &Value) {
         let Some(ctx) = self.ctx.clone() else { return };
-        if !ctx.oracle.is_on() {
+        if !ctx.oracle.wants(tool) {
             return;
         }
         let Some(ex) = self.history.last() else { return };
+        if !self.shadow.needs_answer(tool) {
+            self.shadow.observe(persona, tool, args, ex, |id| ctx.id_map.to_dataset(id));
+            return;
+        }
         let answer = crate::oracle::Answer::of(ex, |v| ctx.id_map.inbound(v));
         let rid = ex.request_id().map(str::to_owned);
         let notes = ctx.oracle.after(&mut self.shadow, persona, tool, args, &answer, rid.as_deref()).await;

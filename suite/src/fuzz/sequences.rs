@@ -81,7 +81,11 @@ impl<'e, 'a> Trail<'e, 'a> {
     fn compare_with_reference(&mut self, persona: &str, tool: &str, args: &Value, ex: &Exchange) {
         let caller = &self.engine.caller;
         let ctx = caller.ctx;
-        if !ctx.oracle.is_on() {
+        if !ctx.oracle.wants(tool) {
+            return;
+        }
+        if !self.shadow.needs_answer(tool) {
+            self.shadow.observe(persona, tool, args, ex, |id| ctx.id_map.to_dataset(id));
             return;
         }
         let dataset_args = ctx.id_map.inbound(args);
