@@ -99,3 +99,55 @@ fn a_finding_shows_both_answers_and_the_calls_but_no_text() {
     assert!(!detail.contains("secret words") && detail.contains("kitchen note"), "{detail}");
     assert_eq!(redacted(&json!({"text": "hello"})), json!({"text": "(5 bytes of text, not compared)"}));
 }
+
+/// The whole flow on the reference, as a rerun meets it: the target holds an earlier run's
+/// write (an order the dataset has `received` is `accepted` there). Seeded from what the
+/// scenario observed, the move on and the read back agree; a stale read, or the order listed
+/// under a status it no longer has, differs, under PRE-2.
+#[cfg(feature = "embedded")]
+#[test]
+fn a_rerun_is_compared_from_the_state_observed_and_a_stale_read_is_found() {
+    use super::{Answer, Oracle};
+    let dataset = crate::context::load_dataset(None).expect("dataset");
+    let busy = dataset.landmarks.busy_restaurant.clone();
+    let order = dataset
+        .orders
+        .iter()
+        .find(|o| o.restaurant_id == busy && o.status == "received")
+        .expect("a received order")
+        .clone();
+    let oracle = Oracle::start(&dataset);
+    assert!(oracle.is_on(), "{:?}", oracle.not_run);
+    let mut as_json = serde_json::to_value(&order).expect("order");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let mut shadow = Shadow::default();
+    let mut after = |shadow: &mut Shadow, tool: &str, args: Value, status: &str| {
+        as_json["status"] = json!(status);
+        let data = match tool {
+            "list_orders" => json!({ "orders": [as_json.clone()] }),
+            _ => json!({ "order": as_json.clone() }),
+        };
+        let answer = Answer::Success { data, replayed: false };
+        runtime.block_on(oracle.after(shadow, "owner", tool, &args, &answer, Some("req_test")))
+    };
+    let list = json!({ "restaurant_id": busy, "status": ["accepted"] });
+    assert!(
+        after(&mut shadow, "list_orders", list.clone(), "accepted").is_empty(),
+        "an observation compares nothing"
+    );
+    let write = json!({ "restaurant_id": busy, "order_id": order.id, "status": "preparing", "expected_status": "accepted" });
+    let notes = after(&mut shadow, "update_order_status", write, "preparing");
+    assert_eq!(notes, vec![super::Note { clause: "PRE-2", difference: None }], "the write agrees");
+    let read = json!({ "restaurant_id": busy, "order_id": order.id });
+    let notes = after(&mut shadow, "get_order", read.clone(), "preparing");
+    assert_eq!(notes, vec![super::Note { clause: "PRE-2", difference: None }], "the read agrees");
+    // A stale read: the status before the write.
+    let notes = after(&mut shadow, "get_order", read, "accepted");
+    assert_eq!(notes.len(), 1);
+    let detail = notes[0].difference.as_deref().expect("a difference");
+    assert!(detail.contains("\"accepted\"") && detail.contains("\"preparing\""), "{detail}");
+    assert!(detail.contains("list_orders") && detail.contains("update_order_status"), "{detail}");
+    // Listed under `accepted` while it is `preparing`, whatever status the item shows.
+    let notes = after(&mut shadow, "list_orders", list, "preparing");
+    assert!(notes[0].difference.as_deref().is_some_and(|d| d.contains("listed under status")), "{notes:?}");
+}
