@@ -296,6 +296,9 @@ pub struct Shadow {
     /// Order ID → the status the scenario last saw before it first wrote the order.
     observed: HashMap<String, String>,
     written: HashMap<String, Known>,
+    /// Order ID → the persona that first wrote it: over stdio each persona has a server process
+    /// of its own, so only that persona's reads show the write.
+    writers: HashMap<String, String>,
     pub ids: IdPairs,
     calls: Vec<String>,
 }
@@ -464,6 +467,8 @@ pub struct Oracle {
     reference: Option<Arc<Reference>>,
     /// Why nothing is compared in this run, said once in the report.
     pub not_run: Option<String>,
+    /// Each persona reaches a server state of its own (stdio: one process per persona).
+    per_persona: bool,
 }
 
 impl Oracle {
@@ -472,6 +477,7 @@ impl Oracle {
             #[cfg(feature = "embedded")]
             reference: None,
             not_run: Some(why.into()),
+            per_persona: false,
         }
     }
 
@@ -480,7 +486,7 @@ impl Oracle {
         #[cfg(feature = "embedded")]
         {
             match Reference::new(dataset) {
-                Ok(r) => Oracle { reference: Some(Arc::new(r)), not_run: None },
+                Ok(r) => Oracle { reference: Some(Arc::new(r)), not_run: None, per_persona: false },
                 Err(e) => Oracle::off(format!("the reference server did not start: {e:#}")),
             }
         }
@@ -493,6 +499,13 @@ impl Oracle {
 
     pub fn is_on(&self) -> bool {
         self.not_run.is_none()
+    }
+
+    /// Each persona reaches a server state of its own (stdio: one process per persona): a read
+    /// is compared only when its persona made the write.
+    pub fn per_persona(mut self, yes: bool) -> Oracle {
+        self.per_persona = yes;
+        self
     }
 
     /// Whether a call of `tool` is the oracle's business in this run.
@@ -523,7 +536,7 @@ impl Oracle {
     ) -> Vec<Note> {
         #[cfg(feature = "embedded")]
         if let Some(r) = &self.reference {
-            return r.after(shadow, persona, tool, args, answer, rid).await;
+            return r.after(shadow, self.per_persona, persona, tool, args, answer, rid).await;
         }
         let _ = (shadow, persona, tool, args, answer, rid);
         Vec::new()
@@ -599,9 +612,11 @@ impl Reference {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn after(
         &self,
         shadow: &mut Shadow,
+        per_persona: bool,
         persona: &str,
         tool: &str,
         args: &Value,
@@ -624,6 +639,7 @@ impl Reference {
                     });
                     let known = seen.is_some_and(|s| self.seed_order(&restaurant, &order, &s));
                     shadow.written.insert(order.clone(), if known { Known::Yes } else { Known::No });
+                    shadow.writers.insert(order.clone(), persona.to_owned());
                 }
                 match answer {
                     Answer::Refused => {}
@@ -673,7 +689,8 @@ impl Reference {
                     let Some(oid) = item.get("id").and_then(Value::as_str).map(str::to_owned) else {
                         continue;
                     };
-                    match shadow.written.get(&oid) {
+                    let elsewhere = per_persona && shadow.writers.get(&oid).is_some_and(|w| w != persona);
+                    match shadow.written.get(&oid).filter(|_| !elsewhere) {
                         None => {
                             if let Some(s) = item.get("status").and_then(Value::as_str) {
                                 shadow.observed.insert(oid, s.to_owned());

@@ -72,7 +72,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
             let id_map = profile.id_map();
             let (out, back) = (|v: &Value| id_map.outbound(v), |v: &Value| id_map.inbound(v));
             match crate::oracle::applicable(&mut client, &dataset, out, back).await {
-                Ok(()) => Oracle::start(&dataset),
+                Ok(()) => Oracle::start(&dataset).per_persona(stdio.is_some()),
                 Err(why) => Oracle::off(format!("the server's data is not the published dataset: {why}")),
             }
         }
