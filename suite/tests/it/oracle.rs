@@ -127,6 +127,8 @@ fn a_server_with_other_data_is_told_the_oracle_did_not_run() {
     assert!(why.contains("not the published dataset"), "{why}");
     let markdown = chataigne_conformance::report::markdown(report);
     assert_eq!(markdown.matches("Differential oracle skipped").count(), 1, "{markdown}");
+    let html = chataigne_conformance::report::html(report);
+    assert_eq!(html.matches("Differential oracle skipped").count(), 1);
     // The stale read is still caught by the step that reads the order back, not by the oracle.
     let c = clause(&outcome, "PRE-2");
     assert!(c.findings.iter().all(|f| !f.contains("differential oracle")), "{:#?}", c.findings);
