@@ -206,6 +206,8 @@ pub struct RunContext {
     pub rate_waits: crate::schedule::Waits,
     /// Every `tools/call` of the run, for the rate bursts' verdicts.
     pub calls: Arc<crate::schedule::CallLog>,
+    /// The differential oracle: the reference to compare with, or why nothing is compared.
+    pub oracle: crate::oracle::Oracle,
 }
 
 /// A protocol fault found before any scenario runs: the clause and the exchange that shows it.

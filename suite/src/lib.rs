@@ -22,6 +22,7 @@ pub mod fuzz;
 pub mod invariants;
 pub mod judge;
 pub mod matrices;
+pub mod oracle;
 pub mod preflight;
 pub mod profile;
 pub mod rate_verdict;

@@ -16,6 +16,7 @@ use crate::context::{
     Capabilities, ProtocolFault, Published, RunContext, RunOptions, http_client, load_dataset,
 };
 use crate::control::Control;
+use crate::oracle::Oracle;
 use crate::profile::Profile;
 use crate::stdio::StdioPool;
 
@@ -68,6 +69,20 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         Some(_) => (Published::default(), None),
         None => (list_tools(&mut client).await, dataset_runs_left(&profile, &dataset, &mut client).await?),
     };
+    let oracle = match &broken_protocol {
+        Some(_) => Oracle::off("the server's answer to initialize cannot be read"),
+        None => {
+            let id_map = profile.id_map();
+            let (out, back) = (|v: &Value| id_map.outbound(v), |v: &Value| id_map.inbound(v));
+            match crate::oracle::applicable(&mut client, &dataset, out, back).await {
+                Ok(()) => Oracle::start(&dataset).per_persona(stdio.is_some()),
+                Err(why) => Oracle::off(format!("the server's data is not the published dataset: {why}")),
+            }
+        }
+    };
+    if let Some(why) = &oracle.not_run {
+        eprintln!("differential oracle: not run ({why}); its comparisons are skipped, never passed");
+    }
     drop(client);
 
     let mut capabilities = Capabilities {
@@ -108,6 +123,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         broken_protocol,
         rate_waits: Default::default(),
         calls,
+        oracle,
     })
 }
 

@@ -252,8 +252,13 @@ where
     // Tenths of a second: a wait of a test's 300 ms still shows.
     let waited = (ctx.rate_waits.total().as_secs_f64() * 10.0).round() / 10.0;
     report.timing.waited_for_rate_windows_s = waited;
+    report.oracle_not_run = ctx.oracle.not_run.clone();
     let waited = format!("waited for rate windows: {waited:.0} s\n");
-    writer.write(crate::report::console_matrix(&report) + &waited).await;
+    let oracle = match &report.oracle_not_run {
+        Some(why) => format!("differential oracle: skipped (not a pass): {why}\n"),
+        None => String::new(),
+    };
+    writer.write(crate::report::console_matrix(&report) + &waited + &oracle).await;
     report
 }
 

@@ -72,6 +72,9 @@ pub struct ConformanceWorld {
     pub claims: Option<Arc<crate::schedule::Claims>>,
     /// The first error report received at or after the scenario's start (`error_reports`).
     pub reports_from: u64,
+    /// The scenario's side of the differential oracle (`crate::oracle`): what it observed,
+    /// wrote and created, compared with the reference.
+    pub shadow: crate::oracle::Shadow,
 }
 
 /// One call of a batch run at once (`ConformanceWorld::concurrently`).
@@ -326,10 +329,34 @@ impl ConformanceWorld {
     /// `tools/call` as the current persona; `args` in dataset IDs. Never fails for what the
     /// server answered: the `Then` steps judge the exchange.
     pub async fn call_tool(&mut self, tool: &str, args: Value) -> anyhow::Result<&Exchange> {
-        let args = self.ctx().id_map.outbound(&args);
+        let sent = self.ctx().id_map.outbound(&args);
         let client = self.client().await?;
-        let ex = client.call_tool(tool, args).await;
-        Ok(self.record(ex))
+        let ex = client.call_tool(tool, sent).await;
+        self.record(ex);
+        let persona = self.persona()?.to_owned();
+        self.compare_with_reference(&persona, tool, &args).await;
+        self.last()
+    }
+
+    /// The differential oracle on the last exchange (`crate::oracle`): a state-changing call is
+    /// replayed to the reference, a read of what the scenario set up is compared with the
+    /// reference's; each comparison is evidence for its clause, each difference a finding.
+    async fn compare_with_reference(&mut self, persona: &str, tool: &str, args: &Value) {
+        let Some(ctx) = self.ctx.clone() else { return };
+        if !ctx.oracle.wants(tool) {
+            return;
+        }
+        let Some(ex) = self.history.last() else { return };
+        if !self.shadow.needs_answer(tool) {
+            self.shadow.observe(persona, tool, args, ex, |id| ctx.id_map.to_dataset(id));
+            return;
+        }
+        let answer = crate::oracle::Answer::of(ex, |v| ctx.id_map.inbound(v));
+        let rid = ex.request_id().map(str::to_owned);
+        let notes = ctx.oracle.after(&mut self.shadow, persona, tool, args, &answer, rid.as_deref()).await;
+        for note in notes {
+            self.tally.note(note.clause, crate::judge::RuleLevel::Seed, note.difference);
+        }
     }
 
     /// Any JSON-RPC request as the current persona.
@@ -380,15 +407,17 @@ impl ConformanceWorld {
             sessions.push(client);
         }
         let id_map = self.ctx().id_map.clone();
-        let runs = sessions.into_iter().zip(calls).map(|(mut client, call)| {
+        let runs = sessions.into_iter().zip(calls.clone()).map(|(mut client, call)| {
             let args = id_map.outbound(&call.args);
             async move {
                 tokio::time::sleep(std::time::Duration::from_millis(call.delay_ms)).await;
                 client.call_tool(&call.tool, args).await
             }
         });
-        for ex in futures::future::join_all(runs).await {
+        let answers = futures::future::join_all(runs).await;
+        for (ex, call) in answers.into_iter().zip(&calls) {
             self.record(ex);
+            self.compare_with_reference(&call.persona, &call.tool, &call.args).await;
         }
         Ok(())
     }
@@ -405,7 +434,12 @@ impl ConformanceWorld {
         let mut ex = client.post_raw(body.into_bytes(), Some(id), &[]).await;
         ex.method = "tools/call".to_owned();
         ex.tool = Some(tool.to_owned());
-        Ok(self.record(ex))
+        self.record(ex);
+        if let Ok(args) = serde_json::from_str::<Value>(arguments) {
+            let persona = self.persona()?.to_owned();
+            self.compare_with_reference(&persona, tool, &args).await;
+        }
+        self.last()
     }
 
     /// A tools/call whose JSON-RPC id is `id` (a string, 0, a negative or a large integer: the
@@ -417,7 +451,8 @@ impl ConformanceWorld {
         args: Value,
         id: Value,
     ) -> anyhow::Result<&Exchange> {
-        let args = self.ctx().id_map.outbound(&args);
+        let dataset_args = args;
+        let args = self.ctx().id_map.outbound(&dataset_args);
         let sent = crate::client::sent_strings(&args);
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
                            "params": { "name": tool, "arguments": args } });
@@ -426,7 +461,10 @@ impl ConformanceWorld {
         ex.method = "tools/call".to_owned();
         ex.tool = Some(tool.to_owned());
         ex.sent_strings = sent;
-        Ok(self.record(ex))
+        self.record(ex);
+        let persona = self.persona()?.to_owned();
+        self.compare_with_reference(&persona, tool, &dataset_args).await;
+        self.last()
     }
 
     /// Keep `ex` as the last exchange, after the judge ran every rule that applies to it

@@ -72,6 +72,7 @@ named_modes! {
         ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
         LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
         TerminalOrdersMovable = "terminal-orders-movable", "PRE-3", "cancelled and rejected orders can be moved back into the lifecycle";
+        StaleReadAfterWrite = "stale-read-after-write", "PRE-2", "get_order answers the status an order had before its last successful update (a read cache the write does not invalidate)";
         NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
         KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
         KeyLengthBytes = "key-length-bytes", "IDEM-1", "idempotency_key's length is counted in UTF-8 bytes: 255 \"é\" are refused, 7 are accepted";
@@ -107,13 +108,16 @@ named_modes! {
     }
 }
 
-/// The defects switched on.
+/// The defects switched on, and what `stale-read-after-write` remembers.
 #[derive(Debug, Default, Clone)]
-pub struct Defects(BTreeSet<Defect>);
+pub struct Defects(BTreeSet<Defect>, StaleReads);
+
+/// `stale-read-after-write`'s read cache: each order's status before its last update, by order ID.
+type StaleReads = std::sync::Arc<std::sync::Mutex<HashMap<String, String>>>;
 
 impl Defects {
     pub fn new(list: &[Defect]) -> Defects {
-        Defects(list.iter().copied().collect())
+        Defects(list.iter().copied().collect(), StaleReads::default())
     }
 
     pub fn has(&self, d: Defect) -> bool {
@@ -369,6 +373,26 @@ impl Defects {
 
     pub fn order<'a>(&self, data: &'a Data, rid: &'a str, oid: &str) -> Option<OrderRef<'a>> {
         self.find_child(data, rid, |owner| data.order(owner, oid))
+    }
+
+    /// An update moved order `oid` out of `before`: under `stale-read-after-write` the read cache
+    /// keeps that status and is not invalidated.
+    pub fn order_updated(&self, oid: &str, before: &str) {
+        if self.has(Defect::StaleReadAfterWrite) {
+            let mut cache = self.1.lock().unwrap_or_else(|e| e.into_inner());
+            cache.insert(oid.to_owned(), before.to_owned());
+        }
+    }
+
+    /// The order `get_order` answers: under `stale-read-after-write`, the status it had before
+    /// its last update (every field and the envelope otherwise valid).
+    pub fn order_read(&self, oid: &str, mut order: Value) -> Value {
+        if self.has(Defect::StaleReadAfterWrite)
+            && let Some(before) = self.1.lock().unwrap_or_else(|e| e.into_inner()).get(oid)
+        {
+            order["status"] = Value::String(before.clone());
+        }
+        order
     }
 
     /// The restaurant whose order `oid` a write through `rid` moves, if any.

@@ -53,7 +53,8 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
         .order(&data, call.restaurant_id()?, call.req("order_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
     let summary = format!("Order {}: {}, {} cents", o.id(), o.row.status, o.row.total_cents);
-    Ok(call.app.variants.order_output(super::single(call, "order", to_json(&o), summary)?))
+    let order = call.app.defects.order_read(o.id(), to_json(&o));
+    Ok(call.app.variants.order_output(super::single(call, "order", order, summary)?))
 }
 
 /// One step forward; any forward move with the `lifecycle-skip-forward` variant.
@@ -96,6 +97,7 @@ pub fn update_status(call: &Call) -> Result<Output, ToolError> {
     if *row.status != *expected && !defects.no_compare_and_set() {
         return Err(ErrorCode::OrderStatusPreconditionFailed.into());
     }
+    defects.order_updated(oid, &row.status);
     row.status = status;
     row.updated_at = now.into();
     let o = OrderRef { restaurant_id: &rid, key, row };

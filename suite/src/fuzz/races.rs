@@ -894,6 +894,8 @@ pub fn expiry(engine: &Engine<'_>, rng: TestRng, fixed: Option<ExpiryCase>) -> b
         if !succeeded(&first) || runtime.block_on(control.advance_clock(BEFORE_EXPIRY_S)).is_err() {
             return out;
         }
+        // The differential oracle's reference follows the clock (IDEM-6 on both).
+        engine.caller.ctx.oracle.advance_clock(BEFORE_EXPIRY_S);
         let Some(before) = trail.call("create_instruction", &args) else { return out };
         out.extend(trail.checked("create_instruction", &args, &before).unwrap_or_default());
         if !succeeded(&before) {
@@ -911,6 +913,7 @@ pub fn expiry(engine: &Engine<'_>, rng: TestRng, fixed: Option<ExpiryCase>) -> b
         if runtime.block_on(control.advance_clock(PAST_EXPIRY_S)).is_err() {
             return out;
         }
+        engine.caller.ctx.oracle.advance_clock(PAST_EXPIRY_S);
         let Some(after) = trail.call("create_instruction", &args) else { return out };
         out.extend(trail.checked("create_instruction", &args, &after).unwrap_or_default());
         if !succeeded(&after) {

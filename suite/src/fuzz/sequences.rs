@@ -34,6 +34,10 @@ pub(super) struct Trail<'e, 'a> {
     pub steps: Vec<Call>,
     /// Who `call` and `observed` call as: the fuzzer's persona unless the sequence names another.
     persona: String,
+    /// The sequence's side of the differential oracle (`crate::oracle`), as a scenario's.
+    shadow: crate::oracle::Shadow,
+    /// Differences from the reference found on the sequence's calls, until a check takes them.
+    differences: std::cell::RefCell<Vec<Observed>>,
 }
 
 impl<'e, 'a> Trail<'e, 'a> {
@@ -43,7 +47,13 @@ impl<'e, 'a> Trail<'e, 'a> {
 
     /// A trail whose calls are `persona`'s (the same sequence under every persona).
     pub fn as_persona(engine: &'e Engine<'a>, persona: &str) -> Self {
-        Trail { engine, steps: Vec::new(), persona: persona.to_owned() }
+        Trail {
+            engine,
+            steps: Vec::new(),
+            persona: persona.to_owned(),
+            shadow: crate::oracle::Shadow::default(),
+            differences: std::cell::RefCell::new(Vec::new()),
+        }
     }
 
     pub fn call(&mut self, tool: &str, args: &Value) -> Option<Exchange> {
@@ -60,7 +70,46 @@ impl<'e, 'a> Trail<'e, 'a> {
             args: args.clone(),
             ex: ex.clone(),
         });
+        if let Some(ex) = &ex {
+            self.compare_with_reference(persona, tool, args, ex);
+        }
         ex
+    }
+
+    /// The differential oracle on a call of the sequence (the same comparison as a scenario's,
+    /// `crate::oracle`): a difference is kept until the next check, with the calls before it.
+    fn compare_with_reference(&mut self, persona: &str, tool: &str, args: &Value, ex: &Exchange) {
+        let caller = &self.engine.caller;
+        let ctx = caller.ctx;
+        if !ctx.oracle.wants(tool) {
+            return;
+        }
+        if !self.shadow.needs_answer(tool) {
+            self.shadow.observe(persona, tool, args, ex, |id| ctx.id_map.to_dataset(id));
+            return;
+        }
+        let dataset_args = ctx.id_map.inbound(args);
+        let answer = crate::oracle::Answer::of(ex, |v| ctx.id_map.inbound(v));
+        let rid = ex.request_id();
+        let notes = caller.runtime.block_on(ctx.oracle.after(
+            &mut self.shadow,
+            persona,
+            tool,
+            &dataset_args,
+            &answer,
+            rid,
+        ));
+        for note in notes {
+            if let Some(detail) = note.difference {
+                let found = self.observed_as(persona, note.clause, detail, tool, args, ex);
+                self.differences.borrow_mut().push(found);
+            }
+        }
+    }
+
+    /// The differences from the reference found so far, taken.
+    pub fn differences(&self) -> Vec<Observed> {
+        std::mem::take(&mut *self.differences.borrow_mut())
     }
 
     /// A failure of the call of `tool` with `args`, after the steps before it.
@@ -112,8 +161,10 @@ impl<'e, 'a> Trail<'e, 'a> {
             }
             None => answered(ex),
         };
-        (!faults.is_empty())
-            .then(|| faults.into_iter().map(|f| self.observed(f.clause, f.detail, tool, args, ex)).collect())
+        let mut found: Vec<Observed> =
+            faults.into_iter().map(|f| self.observed(f.clause, f.detail, tool, args, ex)).collect();
+        found.extend(self.differences());
+        (!found.is_empty()).then_some(found)
     }
 }
 
@@ -570,7 +621,8 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
             let detail = format!("after update_order_status to {next}, get_order shows {:?}", status_of(&shown));
             return vec![trail.observed("PRE-2", detail, "get_order", &read, &shown)];
         }
-        Vec::new()
+        // What the reference answered differently (a field the write should not have changed).
+        trail.differences()
     })
 }
 

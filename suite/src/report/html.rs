@@ -207,6 +207,14 @@ pub fn html(report: &Report) -> String {
         yes_no(caps.server_log),
         esc(&report.features)
     );
+    if let Some(why) = &report.oracle_not_run {
+        let _ = writeln!(
+            body,
+            "<p class=\"meta\">{} Differential oracle skipped (not a pass): {}</p>",
+            badge(Status::Skipped),
+            esc(why)
+        );
+    }
     for e in &report.parse_errors {
         let _ = writeln!(
             body,

@@ -75,6 +75,10 @@ pub struct Report {
     pub parse_errors: Vec<String>,
     /// Where the run's time went, besides the scenarios' own calls.
     pub timing: Timing,
+    /// Why the differential oracle compared nothing in this run (`crate::oracle`): its
+    /// comparisons are skipped, never passed. Absent when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle_not_run: Option<String>,
 }
 
 /// Where a run's time went.
@@ -318,6 +322,7 @@ impl Report {
             clauses,
             parse_errors,
             timing: Timing::default(),
+            oracle_not_run: None,
         }
     }
 

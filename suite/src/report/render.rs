@@ -119,6 +119,9 @@ pub fn markdown(report: &Report) -> String {
         report.features
     );
     let _ = writeln!(out, "Levels: {LEVELS}");
+    if let Some(why) = &report.oracle_not_run {
+        let _ = writeln!(out, "\n> Differential oracle skipped (not a pass): {}", cell(why));
+    }
     for e in &report.parse_errors {
         let _ = writeln!(out, "\n> ❌ feature did not parse: {}", cell(e));
     }

@@ -172,6 +172,7 @@ fn fuzz_finds_each_defect_it_targets_under_its_clause() {
         ("analytics-unbounded", "LIM-1"),
         ("precondition-optional", "PRE-1"),
         ("expected-status-ignored", "PRE-2"),
+        ("stale-read-after-write", "PRE-2"),
         ("lifecycle-unchecked", "PRE-3"),
         ("terminal-orders-movable", "PRE-3"),
         ("cancel-status-accepted", "ABS-2"),

@@ -13,6 +13,7 @@ mod fake;
 mod fuzz;
 mod fuzz_evidence;
 mod layers;
+mod oracle;
 mod proxied;
 mod proxy;
 mod rate_limits;
