@@ -11,6 +11,10 @@ Feature: The contract's tables, every case
   Scenario: A cursor is bound to every argument of every tool that pages
     Then every cursor is refused when one argument it was issued for changes
 
+  @PAG-6
+  Scenario: A cursor is refused by every other tool that pages
+    Then every cursor is refused by every other tool that pages
+
   @PRE-3
   Scenario: Every move the lifecycle forbids, out of every status, is refused without effect
     Then every move the order lifecycle forbids is refused and leaves the order as it was

@@ -44,6 +44,18 @@ Feature: Transport and protocol
     When they send the JSON-RPC request "ping"
     Then the answer is an empty result
 
+  # MCP's Capability Negotiation: what initialize advertises (tools, resources, prompts) is what a
+  # client may use, so each is served: its lists walked to their end, every listed resource read,
+  # every listed prompt asked for (without arguments: its messages, or any refusal but -32601).
+  # A list that answers entries while its capability is not advertised is a finding; -32601 or an
+  # empty list there passes (rmcp's default handlers answer empty lists), and so does -32601 for
+  # resources/templates/list (a server with resources need not have templates).
+  @PROTO-1
+  Scenario: The server serves every capability it advertises, and advertises what it serves
+    Given the persona "owner"
+    When they start a session and ask for every list the protocol has and every entry listed
+    Then each capability it advertises is served, and nothing it serves is unadvertised
+
   @PROTO-2
   Scenario: An unknown method is a JSON-RPC method-not-found error
     Given the persona "owner"

@@ -4,6 +4,7 @@
 //! This module only derives the rows (pure, unit-tested); `steps::matrices` runs them.
 //!
 //! - [`cursor_rows`]: every cursor-bearing tool × every argument a cursor is bound to (PAG-6);
+//! - [`cursor_tool_rows`]: every ordered pair of cursor-bearing tools (PAG-6's tool binding);
 //! - [`refused_transitions`]: every (from, to) order-status pair the lifecycle forbids (PRE-3);
 //! - [`access_rows`]: every tool with a target × every persona × every restaurant, with the checks
 //!   of AUTH-3/4/6 the persona fails there, from the personas' scopes and memberships;
@@ -86,6 +87,57 @@ pub fn cursor_rows(dataset: &Dataset) -> Vec<CursorRow> {
         }
     }
     rows
+}
+
+/// One row of PAG-6's tool binding: `from`'s first page (`from_args`, a page size of 1 added)
+/// gives a cursor that `to`, called with its own `to_args` and that cursor, must refuse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CursorToolRow {
+    pub from: ToolName,
+    pub from_args: Value,
+    pub to: ToolName,
+    pub to_args: Value,
+}
+
+/// Every ordered pair of tools that take a `cursor`: from each tool of [`cursor_rows`] (whose
+/// first page at size 1 gives a cursor on the dataset) to every other whose required arguments
+/// the dataset fills, each called with its required arguments alone.
+pub fn cursor_tool_rows(dataset: &Dataset) -> Vec<CursorToolRow> {
+    // Only the required arguments on both sides: where two tools take the same ones, the
+    // cursor's filters match and only its tool binding can refuse it.
+    let mut sources: Vec<(ToolName, Value)> = Vec::new();
+    for row in cursor_rows(dataset) {
+        if !sources.iter().any(|(tool, _)| *tool == row.tool) {
+            sources.push((row.tool, required_arguments(dataset, row.tool).unwrap_or(row.base)));
+        }
+    }
+    let targets: Vec<(ToolName, Value)> = ToolName::ALL
+        .iter()
+        .filter(|tool| tool.input_schema().pointer("/properties/cursor").is_some())
+        .filter_map(|&tool| required_arguments(dataset, tool).map(|args| (tool, args)))
+        .collect();
+    let mut rows = Vec::new();
+    for (from, from_args) in &sources {
+        for (to, to_args) in targets.iter().filter(|(to, _)| to != from) {
+            rows.push(CursorToolRow {
+                from: *from,
+                from_args: from_args.clone(),
+                to: *to,
+                to_args: to_args.clone(),
+            });
+        }
+    }
+    rows
+}
+
+/// `tool`'s required arguments at their ordinary values; `None` when one has none.
+fn required_arguments(dataset: &Dataset, tool: ToolName) -> Option<Value> {
+    let schema = tool.input_schema();
+    let mut args = Map::new();
+    for name in chataigne_contract::schema::required(&schema) {
+        args.insert(name.to_owned(), home_value(dataset, name)?);
+    }
+    Some(Value::Object(args))
 }
 
 /// The value an argument takes in ordinary calls: the busy restaurant and its records.
@@ -823,6 +875,32 @@ mod tests {
 
     fn dataset() -> Dataset {
         chataigne_contract::dataset::generate()
+    }
+
+    #[test]
+    fn every_ordered_pair_of_tools_that_page_is_a_row_and_each_call_is_valid() {
+        use chataigne_contract::schema::Validator;
+        let d = dataset();
+        let rows = cursor_tool_rows(&d);
+        let paging: Vec<ToolName> = ToolName::ALL
+            .iter()
+            .copied()
+            .filter(|t| t.input_schema().pointer("/properties/cursor").is_some())
+            .collect();
+        let sources: BTreeSet<&str> = cursor_rows(&d).iter().map(|r| r.tool.as_str()).collect();
+        // Every source to every other paging tool: none left out, none to itself.
+        assert_eq!(rows.len(), sources.len() * (paging.len() - 1), "{rows:#?}");
+        assert!(rows.iter().all(|r| r.from != r.to));
+        for row in &rows {
+            for (tool, args) in [(row.from, &row.from_args), (row.to, &row.to_args)] {
+                let validator = Validator::new(&tool.input_schema()).unwrap();
+                assert!(validator.is_valid(args), "{}: {args}", tool.as_str());
+            }
+        }
+        assert!(paging.len() >= 4, "{paging:?}");
+        // Two tools that take the same arguments: the cursor's filters match, so only its tool
+        // binding can refuse it (`cursor-tool-unbound`).
+        assert!(rows.iter().any(|r| r.from_args == r.to_args), "{rows:#?}");
     }
 
     #[test]

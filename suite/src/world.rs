@@ -616,6 +616,12 @@ impl ConformanceWorld {
         )
     }
 
+    /// A check that could not look at everything it must: blocked with `why`, never passed.
+    pub fn not_all_checked(&self, why: impl Display) -> anyhow::Error {
+        let _ = self.halt.set(Halt::Blocked);
+        anyhow!("blocked: {why}")
+    }
+
     /// `the busy restaurant` → its dataset ID; `"ord_x"` → `ord_x` (with `CANARY` replaced).
     pub fn landmark(&self, phrase: &str) -> anyhow::Result<String> {
         let phrase = phrase.trim();

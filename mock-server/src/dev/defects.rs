@@ -28,6 +28,8 @@ named_modes! {
         NotificationAnswered = "notification-answered", "PROTO-1", "a notification is answered with HTTP 200 and a body, not 202 and none";
         AnswerMislabelled = "answer-mislabelled", "PROTO-1", "JSON answers are labelled text/plain";
         PingNonEmpty = "ping-non-empty", "PROTO-1", "ping is answered with a non-empty result";
+        PromptsUnadvertised = "prompts-unadvertised", "PROTO-1", "prompts are served but initialize does not advertise the prompts capability";
+        PromptGetUnserved = "prompt-get-unserved", "PROTO-1", "prompts/list lists prompts that prompts/get answers with -32601 (a handler never wired)";
         ZeroIdDropped = "zero-id-dropped", "PROTO-2", "a request with id 0 is answered with id null";
         StringIdAsNumber = "string-id-as-number", "PROTO-2", "a string id made of digits is answered as a number";
         ErrorIdNull = "error-id-null", "PROTO-2", "JSON-RPC error answers carry id null instead of the request's";
@@ -54,6 +56,7 @@ named_modes! {
         PageOverlap = "page-overlap", "PAG-4", "each page starts at the previous page's last item (duplicates)";
         CursorUnsigned = "cursor-unsigned", "PAG-5", "a tampered cursor is accepted";
         CursorUnbound = "cursor-unbound", "PAG-6", "a cursor works with other filters, tools, clients and users";
+        CursorToolUnbound = "cursor-tool-unbound", "PAG-6", "a cursor is bound to its filters, client and user but not to its tool: another list with the same filters reads it";
         CursorUnboundDates = "cursor-unbound-dates", "PAG-6", "list_orders cursors are not bound to created_from/created_to";
         CursorCarriesAuthority = "cursor-carries-authority", "PAG-7", "a next page skips the membership check";
         MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
@@ -297,6 +300,16 @@ impl Defects {
         }
     }
 
+    /// PROTO-1, capability negotiation: the prompts capability left out of `initialize`.
+    pub fn hides_prompts_capability(&self) -> bool {
+        self.has(Defect::PromptsUnadvertised)
+    }
+
+    /// PROTO-1, capability negotiation: `prompts/get` missing behind a served `prompts/list`.
+    pub fn prompt_get_unserved(&self) -> bool {
+        self.has(Defect::PromptGetUnserved)
+    }
+
     // --- authentication and authorization ---
 
     pub fn ignores_roles(&self, tool: ToolName) -> bool {
@@ -450,6 +463,11 @@ impl Defects {
     /// Arguments a cursor is not bound to, besides the page size and the cursor itself.
     pub fn unbound_arguments(&self) -> &'static [&'static str] {
         if self.has(Defect::CursorUnboundDates) { &["created_from", "created_to"] } else { &[] }
+    }
+
+    /// The tool a cursor is bound to: none under `cursor-tool-unbound`.
+    pub fn cursor_tool<'a>(&self, tool: &'a str) -> &'a str {
+        if self.has(Defect::CursorToolUnbound) { "" } else { tool }
     }
 
     pub fn filters_digest(&self, healthy: [u8; 32]) -> [u8; 32] {

@@ -186,7 +186,7 @@ pub fn take_page(
 
 fn binding<'a>(call: &'a Call, filters: &[u8; 32]) -> Binding<'a> {
     Binding {
-        tool: call.tool.as_str(),
+        tool: call.app.defects.cursor_tool(call.tool.as_str()),
         filters: *filters,
         client_id: &call.principal.client_id,
         user_id: &call.principal.user_id,

@@ -85,19 +85,21 @@ impl ServerHandler for Handler {
         // Every capability advertised is served (tests/it/capabilities.rs): tools; resources (the
         // contract's text, each restaurant by template) and prompts (guides to the tools);
         // logging, accepted as a no-op. No subscriptions, no list-changed notifications.
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .enable_prompts()
-                .enable_logging()
-                .build(),
-        )
-        .with_server_info(Implementation::new("chataigne-mock", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "Chataigne restaurant tools. Lists page with meta.next_cursor; writes need expected_status \
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_prompts()
+            .enable_logging()
+            .build();
+        if self.app.defects.hides_prompts_capability() {
+            capabilities.prompts = None;
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("chataigne-mock", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Chataigne restaurant tools. Lists page with meta.next_cursor; writes need expected_status \
                  or an idempotency_key. Keep meta.request_id to report a problem.",
-        )
+            )
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -217,6 +219,9 @@ impl ServerHandler for Handler {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if self.app.defects.prompt_get_unserved() {
+            return Err(ErrorData::new(RpcCode::METHOD_NOT_FOUND, "prompts/get", None));
+        }
         prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
     }
 }

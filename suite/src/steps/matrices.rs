@@ -5,8 +5,10 @@
 
 use std::fmt::Write as _;
 
-use chataigne_contract::ErrorCode;
+use std::collections::HashMap;
+
 use chataigne_contract::envelope::{self, Parsed};
+use chataigne_contract::{ErrorCode, ToolName};
 use cucumber::then;
 use serde_json::{Value, json};
 
@@ -366,6 +368,71 @@ async fn cursor_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         }
     }
     misses.verdict(w, rows.len(), "MCP_CURSOR_INVALID for a cursor reused with any one argument changed")
+}
+
+/// PAG-6's tool binding for every ordered pair of tools that page: each source's first page
+/// (size 1) gives a cursor, sent to every other tool with that tool's own arguments, which must
+/// answer MCP_CURSOR_INVALID. The first pages, then the reuses, side by side (`ROWS_AT_ONCE`).
+#[then("every cursor is refused by every other tool that pages")]
+async fn cursor_tool_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = matrices::cursor_tool_rows(w.dataset());
+    let persona = w.persona()?.to_owned();
+    let mut misses = Misses::default();
+    let mut sources: Vec<(ToolName, Value)> = Vec::new();
+    for row in &rows {
+        if !sources.iter().any(|(tool, _)| *tool == row.from) {
+            let size = matrices::page_size(row.from).unwrap_or("limit");
+            sources.push((row.from, with(&row.from_args, size, json!(1))));
+        }
+    }
+    let firsts = sources
+        .iter()
+        .map(|(tool, args)| RowCall {
+            persona: persona.clone(),
+            tool: tool.as_str().to_owned(),
+            args: args.clone(),
+            id: None,
+        })
+        .collect();
+    let mut cursors: HashMap<ToolName, String> = HashMap::new();
+    for ((tool, _), answer) in sources.iter().zip(call_rows(w, firsts).await?) {
+        record_row(w, &persona, answer)?;
+        match w.success().ok().and_then(|s| s.meta.next_cursor).filter(|c| !c.is_empty()) {
+            Some(cursor) => {
+                cursors.insert(*tool, cursor);
+            }
+            None => {
+                misses.add(w, format!("{}: no cursor to reuse (first page: {})", tool.as_str(), outcome(w)))
+            }
+        }
+    }
+    let reused: Vec<_> = rows.iter().filter_map(|r| cursors.get(&r.from).map(|c| (r, c))).collect();
+    let calls = reused
+        .iter()
+        .map(|(row, cursor)| RowCall {
+            persona: persona.clone(),
+            tool: row.to.as_str().to_owned(),
+            args: with(&row.to_args, "cursor", json!(cursor)),
+            id: None,
+        })
+        .collect();
+    for ((row, _), answer) in reused.iter().zip(call_rows(w, calls).await?) {
+        record_row(w, &persona, answer)?;
+        if error_code(w).as_deref() != Some(ErrorCode::CursorInvalid.as_str()) {
+            misses.add(
+                w,
+                format!("{}'s cursor sent to {}: {}", row.from.as_str(), row.to.as_str(), outcome(w)),
+            );
+        }
+    }
+    if rows.is_empty() {
+        return Err(w.fail("pairs of tools that page", "none derived from the contract's tools"));
+    }
+    misses.verdict(
+        w,
+        rows.len(),
+        "MCP_CURSOR_INVALID for a cursor sent to another tool than the one that issued it",
+    )
 }
 
 /// PRE-3 for every (from, to) pair the lifecycle forbids: refused as `the move is refused as

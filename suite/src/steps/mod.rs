@@ -8,6 +8,7 @@
 //! (`call_tool`, `rpc`, `post_raw`), and judge with `success()`, `tool_error()` and `fail()`.
 
 mod auth;
+mod capabilities;
 mod catalogue;
 mod keyed;
 mod load;

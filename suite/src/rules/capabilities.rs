@@ -1,0 +1,166 @@
+//! What a server advertises against what it serves (PROTO-1). MCP's *Capability Negotiation*:
+//! a server that offers tools, resources or prompts declares the capability, and a client may use
+//! exactly what was negotiated. So each capability `initialize` advertises must be served (its
+//! lists answer, each listed resource reads, each listed prompt is known), and a list that answers
+//! with entries while its capability is not advertised is a finding. An empty list where nothing
+//! is advertised passes: it serves nothing, and is what rmcp's default handlers answer.
+
+use serde_json::Value;
+
+use crate::client::Exchange;
+
+/// A list method of the protocol, the capability that announces it and the array it answers.
+#[derive(Debug, Clone, Copy)]
+pub struct Surface {
+    pub capability: &'static str,
+    pub method: &'static str,
+    pub items: &'static str,
+    /// A server may advertise the capability and still not serve this method (-32601): a
+    /// server with resources need not have templates.
+    pub optional: bool,
+}
+
+/// Every list method MCP has for a server's features.
+pub const LISTS: [Surface; 4] = [
+    Surface { capability: "tools", method: "tools/list", items: "tools", optional: false },
+    Surface { capability: "resources", method: "resources/list", items: "resources", optional: false },
+    Surface {
+        capability: "resources",
+        method: "resources/templates/list",
+        items: "resourceTemplates",
+        optional: true,
+    },
+    Surface { capability: "prompts", method: "prompts/list", items: "prompts", optional: false },
+];
+
+/// Whether `initialize`'s result advertises `capability`; `None` without a result.
+pub fn advertised(initialize: &Exchange, capability: &str) -> Option<bool> {
+    let result = initialize.result()?;
+    Some(result.get("capabilities").and_then(|c| c.get(capability)).is_some_and(|c| !c.is_null()))
+}
+
+/// The JSON-RPC error code of an answer, if it is one.
+fn rpc_code(ex: &Exchange) -> Option<i64> {
+    ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64)
+}
+
+/// The entries of one page of `surface`'s list, when the answer is such a page.
+pub fn entries<'a>(ex: &'a Exchange, surface: &Surface) -> Option<&'a Vec<Value>> {
+    ex.result()?.get(surface.items)?.as_array()
+}
+
+/// A page of a list, judged by whether its capability is advertised; `None` when it holds.
+pub fn list_finding(ex: &Exchange, surface: &Surface, advertised: bool) -> Option<String> {
+    if ex.status().is_some_and(|s| s >= 500) {
+        return Some(format!("{} answered below HTTP 500", surface.method));
+    }
+    match (advertised, entries(ex, surface)) {
+        (true, Some(_)) => None,
+        (true, None) if surface.optional && rpc_code(ex) == Some(-32601) => None,
+        (true, None) => Some(format!(
+            "{} to answer with its `{}`, as initialize advertises `{}`",
+            surface.method, surface.items, surface.capability
+        )),
+        (false, Some(list)) if !list.is_empty() => Some(format!(
+            "initialize to advertise `{}`, as {} serves {} of them (or -32601 / an empty list)",
+            surface.capability,
+            surface.method,
+            list.len()
+        )),
+        (false, _) => None,
+    }
+}
+
+/// `resources/read` of a resource the server listed: a result with its `contents`.
+pub fn read_finding(ex: &Exchange, uri: &str) -> Option<String> {
+    let served = ex.result().and_then(|r| r.get("contents")).is_some_and(Value::is_array);
+    (!served)
+        .then(|| format!("resources/read of {uri}, which resources/list names, to answer with its contents"))
+}
+
+/// `prompts/get` of a prompt the server listed, sent without arguments: its messages, or a
+/// refusal of the missing arguments (any JSON-RPC error but -32601, which says the method is
+/// not served at all).
+pub fn prompt_finding(ex: &Exchange, name: &str) -> Option<String> {
+    if ex.status().is_some_and(|s| s >= 500) {
+        return Some(format!("prompts/get of {name} answered below HTTP 500"));
+    }
+    let messages = ex.result().and_then(|r| r.get("messages")).is_some_and(Value::is_array);
+    let refused = ex.rpc_error().is_some() && rpc_code(ex) != Some(-32601);
+    (!messages && !refused).then(|| {
+        format!(
+            "prompts/get of {name}, which prompts/list names, to answer its messages or refuse its arguments (not -32601)"
+        )
+    })
+}
+
+/// The `uri` of every resource of a `resources/list` page.
+pub fn resource_uris(ex: &Exchange) -> Vec<String> {
+    let surface = LISTS[1];
+    entries(ex, &surface)
+        .map(|list| list.iter().filter_map(|r| r.get("uri")?.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// The `name` of every prompt of a `prompts/list` page.
+pub fn prompt_names(ex: &Exchange) -> Vec<String> {
+    let surface = LISTS[3];
+    entries(ex, &surface)
+        .map(|list| list.iter().filter_map(|p| p.get("name")?.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn answer(message: Value) -> Exchange {
+        Exchange::answered_for_test(Some(message))
+    }
+
+    #[test]
+    fn an_advertised_list_must_answer_its_array() {
+        let prompts = LISTS[3];
+        let page = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": { "prompts": [] } }));
+        assert_eq!(list_finding(&page, &prompts, true), None);
+        let missing =
+            answer(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32601, "message": "x" } }));
+        assert!(list_finding(&missing, &prompts, true).is_some());
+        assert_eq!(list_finding(&missing, &prompts, false), None);
+    }
+
+    #[test]
+    fn entries_served_without_the_capability_are_a_finding_and_an_empty_list_is_not() {
+        let prompts = LISTS[3];
+        let served = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": { "prompts": [{ "name": "p" }] } }));
+        assert!(list_finding(&served, &prompts, false).is_some());
+        let empty = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": { "prompts": [] } }));
+        assert_eq!(list_finding(&empty, &prompts, false), None);
+    }
+
+    #[test]
+    fn a_listed_prompt_is_known_unless_the_method_is_missing() {
+        let ok = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": { "messages": [] } }));
+        assert_eq!(prompt_finding(&ok, "p"), None);
+        let refused =
+            answer(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32602, "message": "x" } }));
+        assert_eq!(prompt_finding(&refused, "p"), None);
+        let python = answer(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": 0, "message": "x" } }));
+        assert_eq!(prompt_finding(&python, "p"), None);
+        let missing =
+            answer(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32601, "message": "x" } }));
+        assert!(prompt_finding(&missing, "p").is_some());
+        let empty = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
+        assert!(prompt_finding(&empty, "p").is_some());
+    }
+
+    #[test]
+    fn a_listed_resource_must_read() {
+        let ok = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": { "contents": [] } }));
+        assert_eq!(read_finding(&ok, "x://a"), None);
+        let gone = answer(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32002, "message": "x" } }));
+        assert!(read_finding(&gone, "x://a").is_some());
+    }
+}

@@ -1,0 +1,96 @@
+//! What the server advertises against what it serves (PROTO-1, `rules::capabilities`): every
+//! list of the protocol asked for in a new session, walked to its end, every listed resource read
+//! and every listed prompt asked for; the `Then` judges each exchange by what `initialize` said.
+
+use cucumber::{then, when};
+use serde_json::{Value, json};
+
+use crate::client::Exchange;
+use crate::rules::capabilities::{self as rules, LISTS};
+use crate::world::{ConformanceWorld, MAX_WALK_PAGES};
+
+/// Listed resources and prompts the step reads at most; a server that lists more blocks the
+/// scenario (what was not read is not proven), never passes it.
+const MAX_ENTRIES: usize = 500;
+
+#[when("they start a session and ask for every list the protocol has and every entry listed")]
+async fn ask_everything(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let init = client.initialize().await;
+    let initialized = client.is_initialized();
+    let got = init.summary();
+    w.record(init);
+    if !initialized {
+        return Err(w.fail("initialize to succeed", got));
+    }
+    w.keep_client(client)?;
+    let mut uris = Vec::new();
+    let mut prompts = Vec::new();
+    for surface in &LISTS {
+        let mut cursor: Option<String> = None;
+        for page in 0.. {
+            if page == MAX_WALK_PAGES {
+                return Err(w.cut_walk(surface.method));
+            }
+            let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+            let ex = w.rpc(surface.method, params).await?;
+            match surface.method {
+                "resources/list" => uris.extend(rules::resource_uris(ex)),
+                "prompts/list" => prompts.extend(rules::prompt_names(ex)),
+                _ => {}
+            }
+            cursor = ex.result().and_then(|r| r.get("nextCursor")).and_then(Value::as_str).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+    }
+    if uris.len() + prompts.len() > MAX_ENTRIES {
+        return Err(w.not_all_checked(format!(
+            "the server lists {} resources and prompts, more than the {MAX_ENTRIES} this check reads, \
+             so what it serves is not all proven",
+            uris.len() + prompts.len()
+        )));
+    }
+    for uri in uris {
+        w.rpc("resources/read", json!({ "uri": uri })).await?;
+    }
+    for name in prompts {
+        w.rpc("prompts/get", json!({ "name": name })).await?;
+    }
+    Ok(())
+}
+
+/// The `params` of a request the step sent, read back from the recorded body.
+fn sent_param(ex: &Exchange, name: &str) -> String {
+    serde_json::from_str::<Value>(&ex.request_body)
+        .ok()
+        .and_then(|b| b.pointer(&format!("/params/{name}")).and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[then("each capability it advertises is served, and nothing it serves is unadvertised")]
+async fn advertised_is_served(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let init = w
+        .history
+        .iter()
+        .rfind(|ex| ex.method == "initialize")
+        .ok_or_else(|| anyhow::anyhow!("no session was started: start with asking for every list"))?;
+    for ex in &w.history {
+        let finding = match ex.method.as_str() {
+            "resources/read" => rules::read_finding(ex, &sent_param(ex, "uri")),
+            "prompts/get" => rules::prompt_finding(ex, &sent_param(ex, "name")),
+            method => match LISTS.iter().find(|s| s.method == method) {
+                Some(surface) => match rules::advertised(init, surface.capability) {
+                    Some(advertised) => rules::list_finding(ex, surface, advertised),
+                    None => Some("initialize to answer with a result".to_owned()),
+                },
+                None => None,
+            },
+        };
+        if let Some(expected) = finding {
+            return Err(w.fail_about(Some(ex), expected, ex.summary()));
+        }
+    }
+    Ok(())
+}
