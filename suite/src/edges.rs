@@ -119,6 +119,12 @@ pub struct LengthEdge {
 }
 
 impl LengthEdge {
+    /// `n` two-byte characters: a value within a bound of `n` counted in characters or UTF-16
+    /// units, and over it in UTF-8 bytes (the fuzzer's draw of the rows `within` in that unit).
+    pub fn within_two_bytes(n: usize) -> String {
+        LengthEdge { chars: n, unit: Unit::TwoBytes, within: true, choice: None }.value()
+    }
+
     pub fn value(&self) -> String {
         std::iter::repeat_n(self.unit.char(), self.chars).collect()
     }

@@ -1,9 +1,10 @@
 //! What every fuzzed call is judged by, each failure filed under its clause: an answer at all
 //! and no 5xx (PROTO-2), every rule of the judge's table (`crate::judge`: the transport's, the
-//! envelope's, structured content valid against the published output schema, PROTO-4), and a refusal for arguments the
-//! schema forbids (the clause of the broken bound, else PROTO-3).
+//! envelope's, structured content valid against the published output schema, PROTO-4), a refusal for arguments the
+//! schema forbids (the clause of the broken bound, else PROTO-3), and no refusal of a string drawn
+//! on its length bound in two-byte characters (the bound's clause).
 
-use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, MAX_MESSAGE_LIMIT};
+use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, ErrorCode, MAX_MESSAGE_LIMIT};
 use serde_json::Value;
 
 use super::ids::Pools;
@@ -56,6 +57,18 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         return out;
     }
     out.extend(envelope(name, ex));
+    if !must_refuse
+        && error_code(ex) == Some(ErrorCode::InvalidArguments.as_str())
+        && let Some((field, clause, chars)) = two_byte_edge(tool, &case.args)
+    {
+        out.push(fault(
+            clause,
+            format!(
+                "{name}: `{field}` of {chars} two-byte characters, on its bound counted in characters, \
+                 refused as MCP_INVALID_ARGUMENTS (counted in UTF-8 bytes?)"
+            ),
+        ));
+    }
     if !must_refuse && succeeded(ex) {
         out.extend(page_sizes(name, &case.args, ex));
         // Without `limit`, such a page is PAG-1's smaller default (`page_sizes`).
@@ -99,6 +112,27 @@ pub fn judge(ctx: &RunContext, tool: &Tool, case: &Case, ex: &Exchange, token: O
         }
     }
     out
+}
+
+/// A member of `args` the fuzzer drew on a length edge of its schema in non-ASCII characters
+/// (`strategy::string`, `crate::edges::length_edges`): its name, the clause of its bound and
+/// its length in characters.
+fn two_byte_edge(tool: &Tool, args: &Value) -> Option<(String, &'static str, usize)> {
+    args.as_object()?.iter().find_map(|(field, value)| {
+        let text = value.as_str().filter(|t| !t.is_ascii())?;
+        let prop = tool.schema.pointer(&format!("/properties/{field}"))?;
+        let chars = text.chars().count();
+        let bound = |k: &str| prop.get(k).and_then(Value::as_u64).map(|b| b as usize);
+        let mutation = if bound("maxLength") == Some(chars) {
+            Mutation::TooLong(chars as u64)
+        } else if bound("minLength") == Some(chars) {
+            Mutation::TooShort(chars as u64)
+        } else {
+            return None;
+        };
+        let clause = super::schema::Target { field: field.clone(), mutation }.clause(&tool.name);
+        Some((field.clone(), clause, chars))
+    })
 }
 
 /// ENV-1 and ENV-4, as the envelope's steps judge one answer (`rules::envelope`): a success

@@ -480,7 +480,14 @@ pub fn idempotency(
         let Some(member) = ["text", "name"].into_iter().find(|m| other.get(*m).is_some_and(Value::is_string)) else {
             return Vec::new();
         };
-        let changed = format!("{} (other)", other[member].as_str().unwrap_or_default());
+        // Its first character changed, its length kept: a value drawn on its maximum length
+        // (`strategy::string`'s edges) must stay within it, or the refusal is the length's.
+        let original = other[member].as_str().unwrap_or_default();
+        let mut chars = original.chars();
+        let changed = match chars.next() {
+            Some(first) => format!("{}{}", if first == 'x' { 'y' } else { 'x' }, chars.as_str()),
+            None => "(other)".to_owned(),
+        };
         other[member] = json!(changed);
         let Some(third) = trail.call(tool, &other) else { return Vec::new() };
         if let Some(faults) = trail.checked(tool, &other, &third) {

@@ -19,8 +19,9 @@ pub enum Drawn {
     Id(IdKind, Index),
     /// An idempotency key: derived from the other arguments when resolved, so the same
     /// arguments carry the same key (a replay) and other arguments another (never a mismatch
-    /// made by shrinking).
-    Key,
+    /// made by shrinking). `Some(n)`: padded with "é" to exactly `n` characters, its maximum
+    /// (`crate::edges::length_edges`: a server counting UTF-8 bytes refuses it).
+    Key(Option<usize>),
     Obj(Vec<(String, Drawn)>),
     Arr(Vec<Drawn>),
 }
@@ -69,7 +70,7 @@ impl Resolver {
                 .pick(*kind, restaurant, pick)
                 .map(Value::String)
                 .unwrap_or_else(|| json!("unknown_1")),
-            Drawn::Key => json!("fuzz-key-unresolved"),
+            Drawn::Key(_) => json!("fuzz-key-unresolved"),
             Drawn::Arr(items) => Value::Array(items.iter().map(|i| self.resolve_in(i, restaurant)).collect()),
             Drawn::Obj(members) => {
                 // The restaurant first: the other IDs are picked among its records.
@@ -79,8 +80,8 @@ impl Resolver {
                 let mut map = serde_json::Map::new();
                 let mut keys = Vec::new();
                 for (k, d) in members {
-                    if matches!(d, Drawn::Key) {
-                        keys.push(k.clone());
+                    if let Drawn::Key(len) = d {
+                        keys.push((k.clone(), *len));
                         continue;
                     }
                     let v = if k == "restaurant_id" {
@@ -91,11 +92,14 @@ impl Resolver {
                     map.insert(k.clone(), v);
                 }
                 let mut obj = Value::Object(map);
-                for k in keys {
+                for (k, len) in keys {
                     let mut h = std::collections::hash_map::DefaultHasher::new();
                     self.salt.hash(&mut h);
                     obj.to_string().hash(&mut h);
-                    obj[k.as_str()] = json!(format!("fuzz-{:016x}", h.finish()));
+                    let mut key = format!("fuzz-{:016x}", h.finish());
+                    let pad = len.map_or(0, |n| n.saturating_sub(key.chars().count()));
+                    key.extend(std::iter::repeat_n(crate::edges::Unit::TwoBytes.char(), pad));
+                    obj[k.as_str()] = json!(key);
                 }
                 obj
             }
@@ -187,8 +191,10 @@ fn string(name: &str, schema: &Value) -> BoxedStrategy<Drawn> {
     if let Some(kind) = IdKind::of_field(name) {
         return any::<Index>().prop_map(move |i| Drawn::Id(kind, i)).boxed();
     }
+    let max_len = schema.get("maxLength").and_then(Value::as_u64).map(|m| m as usize);
     if name == "idempotency_key" {
-        return Just(Drawn::Key).boxed();
+        // One key in four at its maximum in two-byte characters (the edges' row).
+        return prop_oneof![3 => Just(Drawn::Key(None)), 1 => Just(Drawn::Key(max_len))].boxed();
     }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
         // The contract's formats, with values near the dataset's month.
@@ -214,13 +220,24 @@ fn string(name: &str, schema: &Value) -> BoxedStrategy<Drawn> {
     }
     let lo = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
     let hi = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(lo + 24).min(lo + 24).max(lo);
+    // The length edges within the bound, in two-byte characters (`crate::edges::length_edges`):
+    // at the maximum and, for a minimum over 1, at it. Every count but UTF-8 bytes serves them.
+    let two = |n: usize| Drawn::Json(json!(crate::edges::LengthEdge::within_two_bytes(n)));
+    let mut edges: Vec<Drawn> = max_len.filter(|_| name != "cursor").map(two).into_iter().collect();
+    if lo > 1 && name != "cursor" {
+        edges.push(two(lo as usize));
+    }
     // What names and messages hold (letters, digits, spaces, accents), and what breaks careless
     // code: quotes, a backslash, markup, a percent sign, an emoji, a zero-width space.
     const CLASS: &str = "[a-zA-Z0-9 éß'\"\\\\<>&%😀\u{200B}]";
-    match proptest::string::string_regex(&format!("{CLASS}{{{lo},{hi}}}")) {
+    let drawn = match proptest::string::string_regex(&format!("{CLASS}{{{lo},{hi}}}")) {
         Ok(s) => s.prop_map(|s| Drawn::Json(json!(s))).boxed(),
         Err(_) => Just(Drawn::Json(json!("fuzz"))).boxed(),
+    };
+    if edges.is_empty() {
+        return drawn;
     }
+    prop_oneof![4 => drawn, 1 => select(edges)].boxed()
 }
 
 /// Valid arguments, with no mutation.
