@@ -111,6 +111,20 @@ Feature: Authentication and authorization
     When they read the foreign restaurant through every restaurant resource template the server lists
     Then every read is refused and tells nothing of the foreign restaurant
 
+  # The other surfaces the server advertises (resources/list, templates, prompts, and what each
+  # listed resource and prompt answers) name no restaurant or organization of another tenant:
+  # their names, which only the data tells (IDs appear in documentation as examples).
+  @AUTH-4
+  Scenario Outline: The resources and prompts a server lists reveal no other tenant (as <persona>)
+    Given the persona "<persona>"
+    When they start a session and ask for every list the protocol has and every entry listed
+    Then no answer names a restaurant or organization outside their memberships
+
+    Examples:
+      | persona  |
+      | owner    |
+      | outsider |
+
   @AUTH-4
   Scenario: The foreign tenant's owner cannot reach the home tenant
     Given the persona "outsider"

@@ -31,6 +31,12 @@ pub fn list() -> Vec<Resource> {
     ]
 }
 
+/// A restaurant as a `resources/list` entry (only the `resources-list-every-restaurant` defect
+/// lists restaurants: the healthy list has the contract alone, restaurants by template).
+pub fn restaurant_entry(id: &str, name: &str) -> Resource {
+    Resource::new(format!("{RESTAURANT_PREFIX}{id}"), name).with_mime_type("application/json")
+}
+
 /// The `resources/templates/list` entries.
 pub fn templates() -> Vec<ResourceTemplate> {
     vec![

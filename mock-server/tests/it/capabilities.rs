@@ -222,3 +222,32 @@ async fn a_restaurant_resource_is_read_with_the_callers_rights() {
     assert_eq!(refused.json["error"]["code"], -32002, "{}", refused.text);
     assert!(!refused.text.contains("Central"), "nothing of the restaurant: {}", refused.text);
 }
+
+/// AUTH-4 on the lists: no persona's `resources/list`, `resources/templates/list` or
+/// `prompts/list` names a restaurant or organization of another tenant (the lists are the same
+/// for everyone and name no record at all).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_lists_name_no_tenants_records() {
+    let server = start().await;
+    let names = ["Chataigne Central", "Maison Chataigne", "Rival Bistro Bruxelles", "Rival Bistro Group"];
+    for persona in ["owner", "outsider"] {
+        for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+            let list = ask(&server, "2025-11-25", persona, method, json!({})).await;
+            result("2025-11-25", method, &list);
+            for name in names {
+                assert!(!list.text.contains(name), "{persona} {method} names {name}: {}", list.text);
+            }
+        }
+    }
+}
+
+/// The check above bites: with `resources-list-every-restaurant` the other tenant's restaurant
+/// is named in the outsider's `resources/list`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_that_names_every_restaurant_is_seen() {
+    let server =
+        crate::support::start_with(|c| c.defects.push(mock_server::Defect::ResourcesListEveryRestaurant))
+            .await;
+    let list = ask(&server, "2025-11-25", "outsider", "resources/list", json!({})).await;
+    assert!(list.text.contains("Chataigne Central"), "{}", list.text);
+}

@@ -5,6 +5,7 @@
 //! with entries while its capability is not advertised is a finding. An empty list where nothing
 //! is advertised passes: it serves nothing, and is what rmcp's default handlers answer.
 
+use chataigne_contract::dataset::{Dataset, Restaurant};
 use serde_json::Value;
 
 use crate::client::Exchange;
@@ -110,6 +111,32 @@ pub fn prompt_names(ex: &Exchange) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What only the data tells of the restaurants and organizations `user_id` has no membership of
+/// (revoked ones grant nothing; a membership limited to some restaurants reaches those alone):
+/// their names. IDs are left out: documentation gives them as examples.
+pub fn out_of_reach(dataset: &Dataset, user_id: &str) -> Vec<String> {
+    let active: Vec<_> = dataset.memberships.iter().filter(|m| m.user_id == user_id && !m.revoked).collect();
+    let reaches = |r: &Restaurant| {
+        active.iter().any(|m| {
+            m.organization_id == r.organization_id
+                && m.restaurant_ids.as_ref().is_none_or(|ids| ids.contains(&r.id))
+        })
+    };
+    let restaurants = dataset.restaurants.iter().filter(|r| !reaches(r)).map(|r| r.name.clone());
+    let organizations = dataset
+        .organizations
+        .iter()
+        .filter(|o| !active.iter().any(|m| m.organization_id == o.id))
+        .map(|o| o.name.clone());
+    restaurants.chain(organizations).filter(|n| !n.is_empty()).collect()
+}
+
+/// The first of `secrets` an answer's body holds.
+pub fn named<'a>(ex: &Exchange, secrets: &'a [String]) -> Option<&'a str> {
+    let body = ex.response().map(|r| r.body.as_str()).unwrap_or_default();
+    secrets.iter().find(|s| body.contains(s.as_str())).map(String::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -154,6 +181,18 @@ mod tests {
         assert!(prompt_finding(&missing, "p").is_some());
         let empty = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
         assert!(prompt_finding(&empty, "p").is_some());
+    }
+
+    #[test]
+    fn what_is_out_of_reach_follows_the_memberships() {
+        let d = chataigne_contract::dataset::generate();
+        let user = |persona: &str| d.personas.iter().find(|p| p.persona == persona).unwrap().user_id.clone();
+        let outsider = out_of_reach(&d, &user("outsider"));
+        let owner = out_of_reach(&d, &user("owner"));
+        let home = d.restaurants.iter().find(|r| r.id == d.landmarks.busy_restaurant).unwrap();
+        assert!(outsider.contains(&home.name), "{outsider:?}");
+        assert!(!owner.contains(&home.name), "{owner:?}");
+        assert!(!owner.is_empty() && owner.iter().all(|n| !outsider.contains(n)), "{owner:?} {outsider:?}");
     }
 
     #[test]

@@ -94,3 +94,34 @@ async fn advertised_is_served(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// AUTH-4 on every surface the step above reached: no list, listed resource or prompt names a
+/// restaurant or organization outside the persona's memberships (`rules::out_of_reach`).
+#[then("no answer names a restaurant or organization outside their memberships")]
+async fn nothing_out_of_reach(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let persona = w.persona()?.to_owned();
+    let dataset = w.dataset();
+    let user = dataset
+        .personas
+        .iter()
+        .find(|p| p.persona == persona)
+        .map(|p| p.user_id.clone())
+        .ok_or_else(|| anyhow::anyhow!("persona \"{persona}\" is not in the dataset"))?;
+    let secrets = rules::out_of_reach(dataset, &user);
+    let surfaces = ["resources/read", "prompts/get"];
+    let mut judged = 0;
+    for ex in &w.history {
+        if !(surfaces.contains(&ex.method.as_str()) || LISTS.iter().any(|s| s.method == ex.method)) {
+            continue;
+        }
+        judged += 1;
+        if let Some(name) = rules::named(ex, &secrets) {
+            let expected = format!("no name of a restaurant or organization outside {persona}'s memberships");
+            return Err(w.fail_about(Some(ex), expected, format!("the answer names \"{name}\"")));
+        }
+    }
+    if judged == 0 {
+        return Err(anyhow::anyhow!("no list was asked for: start with asking for every list"));
+    }
+    Ok(())
+}
