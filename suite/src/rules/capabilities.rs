@@ -34,6 +34,26 @@ pub const LISTS: [Surface; 4] = [
     Surface { capability: "prompts", method: "prompts/list", items: "prompts", optional: false },
 ];
 
+/// A capability that is one request rather than a list: when advertised, the request must
+/// answer a result. (Not advertised, it is not judged: rmcp answers `logging/setLevel` anyway.)
+#[derive(Debug, Clone, Copy)]
+pub struct Probe {
+    pub capability: &'static str,
+    pub method: &'static str,
+    pub params: &'static str,
+}
+
+/// `logging`: setting a level (the least noisy MCP names) is answered with a result.
+pub const PROBES: [Probe; 1] =
+    [Probe { capability: "logging", method: "logging/setLevel", params: r#"{"level":"emergency"}"# }];
+
+/// A probe's answer, when its capability is advertised; `None` when it holds.
+pub fn probe_finding(ex: &Exchange, probe: &Probe) -> Option<String> {
+    (ex.result().is_none()).then(|| {
+        format!("{} to answer with a result, as initialize advertises `{}`", probe.method, probe.capability)
+    })
+}
+
 /// Whether `initialize`'s result advertises `capability`; `None` without a result.
 pub fn advertised(initialize: &Exchange, capability: &str) -> Option<bool> {
     let result = initialize.result()?;
@@ -193,6 +213,16 @@ mod tests {
         assert!(outsider.contains(&home.name), "{outsider:?}");
         assert!(!owner.contains(&home.name), "{owner:?}");
         assert!(!owner.is_empty() && owner.iter().all(|n| !outsider.contains(n)), "{owner:?} {outsider:?}");
+    }
+
+    #[test]
+    fn an_advertised_probe_must_answer_a_result() {
+        let logging = PROBES[0];
+        let ok = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
+        assert_eq!(probe_finding(&ok, &logging), None);
+        let missing =
+            answer(json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32601, "message": "x" } }));
+        assert!(probe_finding(&missing, &logging).is_some());
     }
 
     #[test]

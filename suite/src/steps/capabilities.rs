@@ -1,12 +1,13 @@
 //! What the server advertises against what it serves (PROTO-1, `rules::capabilities`): every
 //! list of the protocol asked for in a new session, walked to its end, every listed resource read
-//! and every listed prompt asked for; the `Then` judges each exchange by what `initialize` said.
+//! and every listed prompt asked for, each advertised probe sent (`logging/setLevel`); the `Then`
+//! judges each exchange by what `initialize` said.
 
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
 use crate::client::Exchange;
-use crate::rules::capabilities::{self as rules, LISTS};
+use crate::rules::capabilities::{self as rules, LISTS, PROBES};
 use crate::world::{ConformanceWorld, MAX_WALK_PAGES};
 
 /// Listed resources and prompts the step reads at most; a server that lists more blocks the
@@ -55,6 +56,16 @@ async fn ask_everything(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     for uri in uris {
         w.rpc("resources/read", json!({ "uri": uri })).await?;
     }
+    for probe in &PROBES {
+        let advertised = w
+            .history
+            .iter()
+            .rfind(|ex| ex.method == "initialize")
+            .and_then(|init| rules::advertised(init, probe.capability));
+        if advertised == Some(true) {
+            w.rpc(probe.method, serde_json::from_str(probe.params)?).await?;
+        }
+    }
     for name in prompts {
         w.rpc("prompts/get", json!({ "name": name })).await?;
     }
@@ -80,6 +91,9 @@ async fn advertised_is_served(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         let finding = match ex.method.as_str() {
             "resources/read" => rules::read_finding(ex, &sent_param(ex, "uri")),
             "prompts/get" => rules::prompt_finding(ex, &sent_param(ex, "name")),
+            method if PROBES.iter().any(|p| p.method == method) => {
+                PROBES.iter().find(|p| p.method == method).and_then(|p| rules::probe_finding(ex, p))
+            }
             method => match LISTS.iter().find(|s| s.method == method) {
                 Some(surface) => match rules::advertised(init, surface.capability) {
                     Some(advertised) => rules::list_finding(ex, surface, advertised),
