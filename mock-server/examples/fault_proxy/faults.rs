@@ -140,6 +140,39 @@ faults! {
     Sec2StackTrace = "sec2-stack-trace", "SEC-2", Seed, "internal errors carry a panic message and a backtrace line";
     Sec2LeakInText = "sec2-leak-in-text", "SEC-2", Seed, "internal errors' text block names a path and a dependency error";
     Sec2LeakInField = "sec2-leak-in-field", "SEC-2", Seed, "internal errors carry data.error.detail with SQL";
+    // Batch 4 (`batch4.rs`): surfaces other than a first-page tools/call.
+    B4Auth4ResourceForeignOracle = "b4-auth4-resource-foreign-oracle", "AUTH-4", Seed, "resources/read of an existing foreign restaurant is -32603 MCP_RESOURCE_FORBIDDEN, of an absent one -32002 (an existence oracle)";
+    B4Auth3CursorPageUnscoped = "b4-auth3-cursor-page-unscoped", "AUTH-3", Seed, "a page reached through a cursor is served to a token of the same user and client that lacks the tool's scope";
+    B4Proto1PingStatus = "b4-proto1-ping-status", "PROTO-1", Seed, "ping is answered {\"status\": \"ok\"} instead of an empty result";
+    B4Proto1NotificationAnswered = "b4-proto1-notification-answered", "PROTO-1", Seed, "a notification gets HTTP 200 and a JSON-RPC result instead of 202 with no body";
+    B4Auth1MetadataNoAuthServer = "b4-auth1-metadata-no-auth-server", "AUTH-1", Seed, "the protected-resource metadata names no authorization server (authorization_servers: [])";
+    B4Pag7MessageCursorAuthority = "b4-pag7-message-cursor-authority", "PAG-7", Seed, "get_conversation's message pages reached through a cursor are served after access ended";
+    B4Env4ValidationIdDiffers = "b4-env4-validation-id-differs", "ENV-4", Seed, "MCP_INVALID_ARGUMENTS errors carry an error.request_id other than meta.request_id";
+    B4Env1ReplayMetaPartial = "b4-env1-replay-meta-partial", "ENV-1", Seed, "replays' meta has no truncated";
+    B4Pre2ResourceReadStale = "b4-pre2-resource-read-stale", "PRE-2", Seed, "resources/read of a restaurant shows its status before a set_restaurant_status of the last 30 s";
+    B4Env5MismatchValidation = "b4-env5-mismatch-validation", "ENV-5", Seed, "MCP_IDEMPOTENCY_MISMATCH says category validation";
+    // Batch 4: edges (units, chunked bodies, calendar, bounds off by one, one tool's check).
+    B4Idem1KeyUtf8Bytes = "b4-idem1-key-utf8-bytes", "IDEM-1", Seed, "idempotency keys are measured in UTF-8 bytes: 255 \"é\" are refused, 7 \"é\" accepted";
+    B4Env3SummaryCutChars = "b4-env3-summary-cut-chars", "ENV-3", Seed, "send_message and create_instruction summaries quote the text, cut at 4096 characters, not bytes";
+    B4Lim1CalendarYear = "b4-lim1-calendar-year", "LIM-1", Seed, "an analytics range must end before from + 1 calendar year: 366 days without a 29 February are refused";
+    B4Pag8Limit100Refused = "b4-pag8-limit-100-refused", "PAG-8", Seed, "message_limit 100 is refused (bound checked with <)";
+    B4Lim4AnalyticsReadDeadline = "b4-lim4-analytics-read-deadline", "LIM-4", Seed, "get_analytics is held to the read deadline (15 s), not its own 30 s";
+    B4Lim7ChunkedUnlimited = "b4-lim7-chunked-unlimited", "LIM-7", Full, "a body over 1 MiB sent chunked (no Content-Length) is read and answered, not 413";
+    B4Pag2SearchLimitClamped = "b4-pag2-search-limit-clamped", "PAG-2", Full, "search_transcripts clamps a limit over 50 and takes 0 or less as the default (other lists refuse)";
+    B4Auth6StaffSetsStatus = "b4-auth6-staff-sets-status", "AUTH-6", Seed, "set_restaurant_status needs staff, not manager (role bound off by one)";
+    B4Idem6ForgottenAtMidnight = "b4-idem6-forgotten-at-midnight", "IDEM-6", Seed, "keys live in a daily partition: forgotten at the next UTC midnight, not after 24 h";
+    B4Lim2Write500thRefused = "b4-lim2-write-500th-refused", "LIM-2", Seed, "the 500th write of a minute is refused (>= instead of >)";
+    // Batch 4: wrong data in a right envelope.
+    B4Pag4TieSkippedAtBoundary = "b4-pag4-tie-skipped-at-boundary", "PAG-4", Seed, "list_orders' cursor keeps created_at only: orders tied with a page's last item are skipped";
+    B4Pag1SentinelRow = "b4-pag1-sentinel-row", "PAG-1", Seed, "a full page keeps its last row back as the more-follow sentinel: limit - 1 items (19 by default)";
+    B4Idem2ReplayLatestResult = "b4-idem2-replay-latest-result", "IDEM-2", Seed, "a replay returns the caller's latest result of that tool, not the one stored under its key";
+    B4Pre2WriteReturnsOldRow = "b4-pre2-write-returns-old-row", "PRE-2", Seed, "update_order_status answers the order as it was before the change (the change is applied)";
+    B4Pag4FiltersDroppedLater = "b4-pag4-filters-dropped-later", "PAG-4", Seed, "list_orders pages reached through a cursor ignore status, channel and date filters";
+    B4Idem2SentMessageUnseen = "b4-idem2-sent-message-unseen", "IDEM-2", Seed, "get_conversation omits messages sent in the last 30 s (a lagging replica)";
+    B4Proto1VersionEcho = "b4-proto1-version-echo", "PROTO-1", Seed, "initialize echoes a protocol version the server does not serve";
+    B4Idem3NormalizedArgs = "b4-idem3-normalized-args", "IDEM-3", Seed, "arguments are compared trimmed and lowercased: \"Hello\" then \"hello \" under one key is a replay";
+    B4Idem5SharedAcrossUsers = "b4-idem5-shared-across-users", "IDEM-5", Seed, "keys are scoped by OAuth client and tool, not user: another user's same key replays or mismatches";
+    B4Proto4AnalyticsStringCents = "b4-proto4-analytics-string-cents", "PROTO-4", Seed, "get_analytics sends its *_cents values as strings";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

@@ -17,11 +17,13 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list). `faults` is the catalogue of faults, `dataset` what the
-//! proxy reads of the published dataset, `wire` requests and answers as the proxy sees them.
+//! `catalogue` rewrites tools/list; `batch4` holds the fourth batch, `b4-` names, whatever their
+//! area). `faults` is the catalogue of faults, `dataset` what the proxy reads of the published
+//! dataset, `wire` requests and answers as the proxy sees them.
 
 mod absent;
 mod auth;
+mod batch4;
 mod catalogue;
 mod dataset;
 mod envelope;
@@ -307,6 +309,9 @@ impl Proxy {
     /// Request-side rewrites; `Some` answers without asking the server (or after asking it
     /// something else). Each contract area's module holds its faults' rewrites.
     async fn before(&self, call: &mut Call) -> Option<Answer> {
+        if self.fault.in_batch4() {
+            return self.before_batch4(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -325,6 +330,9 @@ impl Proxy {
         let method = call.rpc_method().map(String::from);
         if method.as_deref() == Some("tools/list") {
             self.rewrite_tools_list(a);
+        }
+        if self.fault.in_batch4() {
+            return self.after_batch4(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
