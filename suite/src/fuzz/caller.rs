@@ -2,11 +2,13 @@
 //! initialized session, the budget counted on every call, and a rate-limit refusal waited out
 //! (bounded) instead of judged: MCP_RATE_LIMITED is the server protecting itself, not a finding.
 //! A call still refused after the retries is judged by LIM-2's rules on a refusal (a finding when
-//! one breaks) and is otherwise *blocked*: never a pass (`observed`).
+//! one breaks) and is otherwise *blocked*: never a pass (`observed`). A refusal of a tool the
+//! fuzzer itself called at least LIM-2's rate in the last window is its own doing: that tool is
+//! not called again as that (client, user) until the window has room, and nothing is blocked.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use serde_json::Value;
@@ -38,7 +40,14 @@ pub struct Caller<'a> {
     pub unjudged: Unjudged,
     /// LIM-2 faults of refusals the retries did not get past, until a property takes them.
     pending: RefCell<Vec<Observed>>,
+    /// When each call of the last window left, by (client/user pair, tool): LIM-2 counts there.
+    sent: RefCell<HashMap<(String, String), VecDeque<Instant>>>,
+    /// (pair, tool) windows the fuzzer's own calls filled, until they have room again.
+    full_until: RefCell<HashMap<(String, String), Instant>>,
 }
+
+/// LIM-2's window.
+const WINDOW: Duration = Duration::from_secs(60);
 
 impl<'a> Caller<'a> {
     /// An initialized session of `persona`; `Err` is a configuration error (exit code 2).
@@ -66,7 +75,39 @@ impl<'a> Caller<'a> {
             tally: RefCell::new(BTreeMap::new()),
             unjudged: Unjudged::default(),
             pending: RefCell::new(Vec::new()),
+            sent: RefCell::new(HashMap::new()),
+            full_until: RefCell::new(HashMap::new()),
         })
+    }
+
+    /// The (client/user pair, tool) a call of `persona` counts against (LIM-2); the persona's
+    /// own name when the dataset does not know it.
+    fn window_of(&self, persona: &str, tool: &str) -> (String, String) {
+        let pair = self.ctx.dataset.personas.iter().find(|p| p.persona == persona);
+        let pair = pair.map_or_else(|| persona.to_owned(), |p| format!("{}/{}", p.client_id, p.user_id));
+        (pair, tool.to_owned())
+    }
+
+    /// Note a call leaving now; the calls of the window before it.
+    fn note_sent(&self, window: &(String, String)) {
+        let now = Instant::now();
+        let mut sent = self.sent.borrow_mut();
+        let calls = sent.entry(window.clone()).or_default();
+        while calls.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
+            calls.pop_front();
+        }
+        calls.push_back(now);
+    }
+
+    /// Whether the fuzzer itself sent at least LIM-2's rate of `tool` in the last window: a
+    /// refusal then is the limit the contract asks for. Until when, if so.
+    fn own_window_full(&self, window: &(String, String)) -> Option<Instant> {
+        let rate = chataigne_contract::ToolName::parse(&window.1)?.kind().rate_per_minute() as usize;
+        let sent = self.sent.borrow();
+        let calls = sent.get(window)?;
+        let now = Instant::now();
+        let recent: Vec<&Instant> = calls.iter().filter(|t| now.duration_since(**t) < WINDOW).collect();
+        (recent.len() >= rate).then(|| *recent[recent.len() - rate] + WINDOW)
     }
 
     pub fn spent(&self) -> bool {
@@ -98,11 +139,16 @@ impl<'a> Caller<'a> {
             }
             self.others.borrow_mut().insert(persona.to_owned(), client);
         }
+        let window = self.window_of(persona, tool);
+        if self.full_until.borrow().get(&window).is_some_and(|until| Instant::now() < *until) {
+            return None;
+        }
         for attempt in 0..=RATE_RETRIES {
             if self.spent() {
                 return None;
             }
             self.meter.borrow_mut().calls += 1;
+            self.note_sent(&window);
             *self.tally.borrow_mut().entry((persona.to_owned(), tool.to_owned())).or_insert(0) += 1;
             let ex = if persona == self.persona {
                 let mut client = self.client.borrow_mut();
@@ -117,6 +163,13 @@ impl<'a> Caller<'a> {
                 eprintln!("{tool} {args}{who} -> {}", ex.summary());
             }
             let Some(wait) = rate_limited(&ex) else { return Some(ex) };
+            if let Some(until) = self.own_window_full(&window) {
+                // Its own calls filled the window: the refusal is LIM-2 at work, and the tool
+                // waits for room while the budget goes to the others.
+                self.full_until.borrow_mut().insert(window, until);
+                self.judge_refusal(persona, tool, args, &ex);
+                return None;
+            }
             if attempt == RATE_RETRIES {
                 self.gave_up(persona, tool, args, &ex);
                 break;
@@ -134,16 +187,23 @@ impl<'a> Caller<'a> {
     /// choice blocks the call; the call is unjudged either way.
     fn gave_up(&self, persona: &str, tool: &str, args: &Value, ex: &Exchange) {
         self.unjudged.count_call();
-        let who = format!("{tool} as `{persona}`");
-        let faults = super::oracle::rate_refusal(&who, ex);
-        if faults.iter().all(|(_, choice)| choice.is_some()) {
+        if self.judge_refusal(persona, tool, args, ex) {
+            let who = format!("{tool} as `{persona}`");
             let reason = format!("still refused for its rate after {RATE_RETRIES} waits ({})", ex.summary());
             self.unjudged.block(Why::RateLimited, &who, reason);
         }
+    }
+
+    /// LIM-2's rules on a refusal for the rate, its faults kept until a property takes them;
+    /// whether it broke nothing but reference choices (at the seed level, nothing).
+    fn judge_refusal(&self, persona: &str, tool: &str, args: &Value, ex: &Exchange) -> bool {
+        let faults = super::oracle::rate_refusal(&format!("{tool} as `{persona}`"), ex);
+        let only_choices = faults.iter().all(|(_, choice)| choice.is_some());
         let mut pending = self.pending.borrow_mut();
         for (fault, choice) in faults {
             pending.push(Observed { choice, ..Observed::new(fault, persona, tool, args, ex) });
         }
+        only_choices
     }
 
     /// The LIM-2 faults of refusals given up on since the last time.
