@@ -86,6 +86,24 @@ Feature: Idempotency
     And the error has category "conflict" and is not retryable
     And the busy restaurant has exactly 0 instructions "Second CANARY"
 
+  # Arguments are compared as sent: a server that trims or lowercases before comparing replays
+  # another call's result (seen as outside fault b4-idem3-normalized-args).
+  @IDEM-3
+  Scenario: The same key with arguments that differ only by letter case is refused
+    When they create the instruction "Close early CANARY" in the busy restaurant with the key "idem3-case-CANARY"
+    Then the call succeeds
+    When they create the instruction "close early CANARY" in the busy restaurant with the key "idem3-case-CANARY"
+    Then the call fails with "MCP_IDEMPOTENCY_MISMATCH"
+    And the busy restaurant has exactly 0 instructions "close early CANARY"
+
+  @IDEM-3
+  Scenario: The same key with arguments that differ only by a trailing space is refused
+    When they create the instruction "Close early CANARY" in the busy restaurant with the key "idem3-space-CANARY"
+    Then the call succeeds
+    When they create the instruction "Close early CANARY " in the busy restaurant with the key "idem3-space-CANARY"
+    Then the call fails with "MCP_IDEMPOTENCY_MISMATCH"
+    And the busy restaurant has exactly 0 instructions "Close early CANARY "
+
   @IDEM-4 @needs-control-faults
   Scenario: The same key while the first call still runs is told to retry later
     Given a fresh server state

@@ -163,8 +163,10 @@ async fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
     };
     let app = &call.app;
     let slot = app.defects.idempotency_slot(&app.keys, &call.principal, call.tool.as_str(), key);
-    let fingerprint =
-        app.defects.fingerprint(crate::canonical::digest_without(&call.args, &["idempotency_key"]));
+    let fingerprint = app.defects.fingerprint(crate::canonical::digest_without(
+        &app.defects.compared_args(&call.args),
+        &["idempotency_key"],
+    ));
     let now = app.defects.idempotency_now(app.clock.now_ms());
     let owner: Owner = rand::random();
     let claimed = match app.idempotency.claim(slot, fingerprint, owner, now).await {

@@ -81,6 +81,7 @@ named_modes! {
         KeyLengthBytes = "key-length-bytes", "IDEM-1", "idempotency_key's length is counted in UTF-8 bytes: 255 \"é\" are refused, 7 are accepted";
         ReplayNotFlagged = "replay-not-flagged", "IDEM-2", "a replay says replayed: false";
         MismatchReplayed = "mismatch-replayed", "IDEM-3", "a key reused with other arguments replays";
+        ArgsComparedNormalized = "args-compared-normalized", "IDEM-3", "a key's arguments are compared trimmed and lowercased: \"Close early\" then \"close early \" replays";
         DuplicatesExecuted = "duplicates-executed", "IDEM-4", "concurrent duplicates all run";
         KeyNotScopedByClient = "key-not-scoped-by-client", "IDEM-5", "keys are shared across OAuth clients";
         KeysNeverExpire = "keys-never-expire", "IDEM-6", "keys replay forever";
@@ -574,6 +575,24 @@ impl Defects {
     pub fn idempotency_slot(&self, keys: &KeyHasher, p: &Principal, tool: &str, key: &str) -> Slot {
         let client = if self.has(Defect::KeyNotScopedByClient) { "" } else { p.client_id.as_str() };
         keys.slot(client, &p.user_id, tool, key)
+    }
+
+    /// The arguments a key's fingerprint is taken of: every string trimmed and lowercased under
+    /// `args-compared-normalized`.
+    pub fn compared_args<'a>(&self, args: &'a Value) -> Cow<'a, Value> {
+        fn normalize(v: &Value) -> Value {
+            match v {
+                Value::String(s) => Value::String(s.trim().to_lowercase()),
+                Value::Array(items) => Value::Array(items.iter().map(normalize).collect()),
+                Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), normalize(v))).collect()),
+                other => other.clone(),
+            }
+        }
+        if self.has(Defect::ArgsComparedNormalized) {
+            Cow::Owned(normalize(args))
+        } else {
+            Cow::Borrowed(args)
+        }
     }
 
     pub fn fingerprint(&self, healthy: Fingerprint) -> Fingerprint {

@@ -150,6 +150,7 @@ async fn the_same_key_with_other_arguments_is_a_mismatch() {
     };
     check(send("A table for three", &k)).await;
     check(send("A table for two ", &k)).await;
+    check(send("a table for two", &k)).await;
     let mut other_conversation = send("A table for two", &k);
     other_conversation["conversation_id"] = json!("cnv_c02");
     check(other_conversation).await;
