@@ -103,13 +103,15 @@ Feature: Authentication and authorization
     And the last two errors are the same but for their request_id
 
   # The resources surface is held to the tenant clause like the tools: every template the server
-  # advertises that names a restaurant, filled with the foreign restaurant. A server that
+  # advertises that names a restaurant, filled with the foreign restaurant, and refused as one
+  # that does not exist (no existence oracle, as for the tool). A server that
   # advertises no resources (initialize, or -32601) skips this as not applicable.
   @AUTH-4
   Scenario: A restaurant of another tenant cannot be read as a resource
     Given the persona "owner"
     When they read the foreign restaurant through every restaurant resource template the server lists
     Then every read is refused and tells nothing of the foreign restaurant
+    And each read of the foreign restaurant is refused as the read of a restaurant that does not exist
 
   # The other surfaces the server advertises (resources/list, templates, prompts, and what each
   # listed resource and prompt answers) name no restaurant or organization of another tenant:

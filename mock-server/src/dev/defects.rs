@@ -97,6 +97,7 @@ named_modes! {
         AnalyticsMembershipIgnored = "analytics-membership-ignored", "AUTH-4", "get_analytics serves any restaurant, member or not";
         ForeignResourceRead = "foreign-resource-read", "AUTH-4", "resources/read serves any restaurant's resource, member or not (the handler reads the store around the pipeline)";
         ResourcesListEveryRestaurant = "resources-list-every-restaurant", "AUTH-4", "resources/list lists every restaurant of the store by name, whoever asks (the list is not filtered by the caller's memberships)";
+        ResourceReadOracle = "resource-read-oracle", "AUTH-4", "resources/read refuses a foreign restaurant with -32603 MCP_RESOURCE_FORBIDDEN and an absent one with -32002 (an existence oracle on the resources surface)";
         ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
         SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found (and an order moved) through any restaurant of its own organization";
         ListsSpanOrganization = "lists-span-organization", "AUTH-5", "transcript searches and instruction lists cover the restaurant's whole organization";
@@ -343,6 +344,11 @@ impl Defects {
     /// AUTH-4 on `resources/list`: every restaurant listed, whatever the caller may see.
     pub fn lists_every_restaurant(&self) -> bool {
         self.has(Defect::ResourcesListEveryRestaurant)
+    }
+
+    /// AUTH-4 on `resources/read`: a forbidden restaurant told apart from an absent one.
+    pub fn resource_read_oracle(&self) -> bool {
+        self.has(Defect::ResourceReadOracle)
     }
 
     /// AUTH-4's narrow defect: a tool that skips the membership check, as if its caller owned

@@ -206,6 +206,13 @@ impl ServerHandler for Handler {
                 }
                 Ok(resources::restaurant(uri, &result.structured_content.unwrap_or_default()).into())
             }
+            Ok(Err(error))
+                if self.app.defects.resource_read_oracle()
+                    && error.code == ErrorCode::ResourceForbidden
+                    && self.app.store.read().restaurant(id).is_some() =>
+            {
+                Err(ErrorData::internal_error(ErrorCode::ResourceForbidden.as_str(), None))
+            }
             Ok(Err(error)) => Err(resources::refused(uri, &request_id, &error)),
             Err(UnknownTool) => Err(ErrorData::internal_error("get_restaurant", None)),
         }

@@ -221,6 +221,11 @@ async fn a_restaurant_resource_is_read_with_the_callers_rights() {
     let refused = ask(&server, "2025-11-25", "outsider", "resources/read", json!({"uri": uri})).await;
     assert_eq!(refused.json["error"]["code"], -32002, "{}", refused.text);
     assert!(!refused.text.contains("Central"), "nothing of the restaurant: {}", refused.text);
+    // AUTH-4: refused as a restaurant that does not exist is, but for the URI.
+    let absent = "chataigne://restaurants/rst_doesnotexist";
+    let missing = ask(&server, "2025-11-25", "outsider", "resources/read", json!({"uri": absent})).await;
+    assert_eq!(missing.json["error"]["code"], refused.json["error"]["code"], "{}", missing.text);
+    assert_eq!(missing.json["error"]["message"], refused.json["error"]["message"], "{}", missing.text);
 }
 
 /// AUTH-4 on the lists: no persona's `resources/list`, `resources/templates/list` or

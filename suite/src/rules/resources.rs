@@ -87,6 +87,35 @@ pub fn refused_without_leak(ex: &Exchange, secrets: &[&str]) -> Option<String> {
     })
 }
 
+/// Two refusals of reads that must look alike (a foreign restaurant, one that does not exist):
+/// the same JSON-RPC error once each names its own ID as `<id>` and every `request_id` member
+/// is left out. `None` when they are alike.
+pub fn refused_alike(a: &Exchange, a_id: &str, b: &Exchange, b_id: &str) -> Option<String> {
+    fn without_request_ids(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("request_id");
+                m.values_mut().for_each(without_request_ids);
+            }
+            Value::Array(items) => items.iter_mut().for_each(without_request_ids),
+            _ => {}
+        }
+    }
+    let masked = |ex: &Exchange, id: &str| {
+        let mut error = ex.rpc_error()?.clone();
+        without_request_ids(&mut error);
+        Some(error.to_string().replace(id, "<id>"))
+    };
+    match (masked(a, a_id), masked(b, b_id)) {
+        (Some(x), Some(y)) if x == y => None,
+        (Some(_), Some(_)) => Some(
+            "the same refusal for a restaurant of another tenant as for one that does not exist (but for the ID)"
+                .to_owned(),
+        ),
+        _ => Some("two JSON-RPC errors refusing the reads".to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +131,32 @@ mod tests {
         check("x://orders/{order_id}", None);
         check("x://r/{restaurant_id}/orders/{order_id}", None);
         check("chataigne://contract", None);
+    }
+
+    #[test]
+    fn refusals_are_alike_but_for_their_ids_and_request_ids() {
+        let error = |code: i64, id: &str, rid: &str| {
+            Exchange::answered_for_test(Some(serde_json::json!({ "jsonrpc": "2.0", "id": 1,
+                "error": { "code": code, "message": "not found", "data": { "uri": format!("x://r/{id}"), "request_id": rid } } })))
+        };
+        assert_eq!(
+            refused_alike(
+                &error(-32002, "rst_a", "req_1"),
+                "rst_a",
+                &error(-32002, "rst_b", "req_2"),
+                "rst_b"
+            ),
+            None
+        );
+        assert!(
+            refused_alike(
+                &error(-32603, "rst_a", "req_1"),
+                "rst_a",
+                &error(-32002, "rst_b", "req_2"),
+                "rst_b"
+            )
+            .is_some()
+        );
     }
 
     #[test]

@@ -13,8 +13,11 @@ use crate::world::ConformanceWorld;
 /// At most this many pages of `resources/templates/list`.
 const TEMPLATE_PAGES: usize = 20;
 
-/// Every restaurant template the server advertises, filled with the target's ID, read as the
-/// current persona.
+/// A restaurant ID no dataset has: its read is what a refusal of a foreign one must look like.
+const ABSENT: &str = "rst_doesnotexist";
+
+/// Every restaurant template the server advertises, filled with the target's ID and then with
+/// [`ABSENT`]'s, each read as the current persona (the pairs side by side in `history`).
 #[when(expr = "they read {target} through every restaurant resource template the server lists")]
 async fn read_through_templates(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let id = w.ctx().id_map.to_server(&w.landmark(&target)?);
@@ -51,12 +54,16 @@ async fn read_through_templates(w: &mut ConformanceWorld, target: Target) -> any
             break;
         }
     }
-    let uris: Vec<String> = templates.iter().filter_map(|t| rules::fill_restaurant(t, &id)).collect();
-    if uris.is_empty() {
+    let pairs: Vec<(String, String)> = templates
+        .iter()
+        .filter_map(|t| Some((rules::fill_restaurant(t, &id)?, rules::fill_restaurant(t, ABSENT)?)))
+        .collect();
+    if pairs.is_empty() {
         return Err(w.not_applicable("the server advertises no resource template naming a restaurant"));
     }
-    for uri in uris {
+    for (uri, absent) in pairs {
         w.rpc("resources/read", json!({ "uri": uri })).await?;
+        w.rpc("resources/read", json!({ "uri": absent })).await?;
     }
     Ok(())
 }
@@ -82,6 +89,28 @@ async fn reads_refused(w: &mut ConformanceWorld, target: Target) -> anyhow::Resu
     for ex in reads {
         if let Some(expected) = rules::refused_without_leak(ex, &secrets) {
             return Err(w.fail_about(Some(ex), expected, ex.summary()));
+        }
+    }
+    Ok(())
+}
+
+/// AUTH-4's "refused alike" on the resources surface: each read of `target` is refused exactly
+/// as the read of a restaurant that does not exist through the same template, but for the ID
+/// each names and its request_id.
+#[then(expr = "each read of {target} is refused as the read of a restaurant that does not exist")]
+async fn refused_alike(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
+    let id = w.ctx().id_map.to_server(&w.landmark(&target)?);
+    let reads: Vec<_> = w.history.iter().filter(|ex| ex.method == "resources/read").collect();
+    if reads.is_empty() || reads.len() % 2 != 0 {
+        return Err(anyhow::anyhow!("reads in pairs are needed: start with a read through the templates"));
+    }
+    for pair in reads.chunks(2) {
+        if let Some(expected) = rules::refused_alike(pair[0], &id, pair[1], ABSENT) {
+            return Err(w.fail_about(
+                Some(pair[0]),
+                expected,
+                format!("{}\nvs. {}", pair[0].summary(), pair[1].summary()),
+            ));
         }
     }
     Ok(())
