@@ -40,7 +40,8 @@ run() {
   printf '%-34s %6.1f s  exit %s  %s  %s\n    slowest: %s\n' "$label" "$(echo "$ms / 1000" | bc -l)" "$code" \
     "$(grep -m1 -E '^(NOT )?CERTIFIED' "$dir/out.txt" || echo '(no verdict)')" \
     "$(grep -m1 'waited for rate windows' "$dir/out.txt" || echo '')" "$(slowest "$dir/cucumber.json")"
-  [[ $code == 0 ]] || cp "$dir/out.txt" "run-time-${label// /-}.txt"
+  # A run that did not pass keeps its console output, under target/ (never in the work tree).
+  [[ $code == 0 ]] || cp "$dir/out.txt" "target/run-time-${label// /-}.txt"
 }
 
 # serve RTT CONTROL: the reference as a process (with its control API when CONTROL=1), behind
