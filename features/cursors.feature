@@ -66,3 +66,14 @@ Feature: Cursors
     When the membership of "staff" in the home organization is revoked
     And they list the next page
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+
+  # The same for the messages of a conversation: its cursor is a page of get_conversation.
+  @PAG-7 @needs-control-memberships
+  Scenario: A message cursor carries no authority once the membership has ended
+    Given a fresh server state
+    And the persona "staff"
+    When they get the long conversation with message_limit 5
+    Then the call succeeds
+    When the membership of "staff" in the home organization is revoked
+    And they list the next page
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"

@@ -58,6 +58,7 @@ named_modes! {
         CursorUnbound = "cursor-unbound", "PAG-6", "a cursor works with other filters, tools, clients and users";
         CursorToolUnbound = "cursor-tool-unbound", "PAG-6", "a cursor is bound to its filters, client and user but not to its tool: another list with the same filters reads it";
         CursorUnboundDates = "cursor-unbound-dates", "PAG-6", "list_orders cursors are not bound to created_from/created_to";
+        MessageCursorCarriesAuthority = "message-cursor-carries-authority", "PAG-7", "a page of get_conversation's messages asked for with a cursor skips the membership check (list cursors are checked)";
         CursorCarriesAuthority = "cursor-carries-authority", "PAG-7", "a next page skips the membership check";
         MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
         AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
@@ -511,8 +512,11 @@ impl Defects {
         self.has(Defect::CursorOnLastPage)
     }
 
-    pub fn cursor_skips_access(&self) -> bool {
+    /// PAG-7's defects: a page reached with a cursor skips the membership check (every tool's,
+    /// or only the messages of `get_conversation`).
+    pub fn cursor_skips_access(&self, tool: ToolName) -> bool {
         self.has(Defect::CursorCarriesAuthority)
+            || (self.has(Defect::MessageCursorCarriesAuthority) && tool == ToolName::GetConversation)
     }
 
     // --- limits ---

@@ -80,7 +80,7 @@ pub fn access(
     if app.defects.skips_membership(tool) {
         return Ok(Some(Role::Owner));
     }
-    if app.defects.cursor_skips_access() && args.get("cursor").is_some() {
+    if app.defects.cursor_skips_access(tool) && args.get("cursor").is_some() {
         return Ok(Some(Role::Owner));
     }
     if let Some(rid) = args.get("restaurant_id").and_then(Value::as_str) {

@@ -255,6 +255,23 @@ async fn a_membership_ending_mid_walk_forbids_the_next_page() {
     assert!(!third.body.to_string().contains("ord_c"), "no order leaks: {}", third.body);
 }
 
+// PAG-7, the messages of a conversation: their cursor is a page of get_conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_membership_ending_mid_walk_forbids_the_next_page_of_messages() {
+    let server = start().await;
+    let args = |extra: Value| {
+        let mut args = central(json!({ "conversation_id": "cnv_long", "message_limit": 5 }));
+        args.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
+        args
+    };
+    let first = server.call("viewer", "get_conversation", args(json!({}))).await;
+    let cursor = first.next_cursor().expect("a cursor");
+    server.revoke("usr_viewer", "org_maison").await;
+    let next = server.call("viewer", "get_conversation", args(json!({ "cursor": cursor }))).await;
+    expect_error(&next, ErrorCode::ResourceForbidden);
+    assert!(!next.body.to_string().contains("msg_long"), "no message leaks: {}", next.body);
+}
+
 fn long_conversation_ids() -> Vec<String> {
     let mut messages: Vec<_> =
         dataset().messages.iter().filter(|m| m.conversation_id == "cnv_long").collect();
