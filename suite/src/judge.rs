@@ -118,6 +118,18 @@ pub const RULES: &[Rule] = &[
         check: |s| inv::request_id_header(s.ex),
     },
     Rule {
+        name: "success-envelope-members",
+        clause: "ENV-1",
+        level: Seed,
+        choice: None,
+        applies: |s| success_data(s.ex).is_some(),
+        check: |s| {
+            let missing = crate::rules::envelope::success_missing(s.ex);
+            let rid = s.ex.request_id().unwrap_or("no request_id");
+            (!missing.is_empty()).then(|| format!("a success without {} ({rid})", missing.join(", ")))
+        },
+    },
+    Rule {
         name: "error-request-ids-match",
         clause: "ENV-4",
         level: Seed,
