@@ -498,6 +498,26 @@ impl Proxy {
         }
     }
 
+    /// The page `call` gives once its first `n` items are skipped (a call of size `n` through the
+    /// `size` member, then the page after its cursor): `None` when upstream refused a step,
+    /// `Some(None)` when nothing follows those `n`.
+    async fn page_after(&self, call: &Call, size: &str, n: usize) -> Option<Option<Answer>> {
+        let skip = call.with_args(|x| {
+            x.insert(size.into(), json!(n));
+        });
+        let s = self.forward(&skip).await;
+        if !s.is_success() {
+            return None;
+        }
+        let Some(after) = s.next_cursor() else { return Some(None) };
+        let b = self
+            .forward(&call.with_args(|x| {
+                x.insert("cursor".into(), json!(after));
+            }))
+            .await;
+        b.is_success().then_some(Some(b))
+    }
+
     /// b4-pag4-tie-skipped-at-boundary: the next page starts strictly after the last item's
     /// created_at, so the orders tied with it are lost.
     async fn skip_ties(&self, call: &Call, a: &mut Answer) {
@@ -507,32 +527,10 @@ impl Proxy {
         if tied == 0 {
             return;
         }
-        let skip = call.with_args(|x| {
-            x.insert("limit".into(), json!(tied));
-        });
-        let s = self.forward(&skip).await;
-        if !s.is_success() {
-            return;
-        }
-        match s.next_cursor() {
-            None => {
-                if let Some(items) = a.items_mut("list_orders") {
-                    items.clear();
-                }
-                if let Some(meta) = a.meta_mut() {
-                    meta.remove("next_cursor");
-                }
-            }
-            Some(after) => {
-                let b = self
-                    .forward(&call.with_args(|x| {
-                        x.insert("cursor".into(), json!(after));
-                    }))
-                    .await;
-                if b.is_success() {
-                    *a = b;
-                }
-            }
+        match self.page_after(call, "limit", tied).await {
+            None => {}
+            Some(None) => end_page(a, "list_orders"),
+            Some(Some(b)) => *a = b,
         }
     }
 
@@ -599,31 +597,10 @@ impl Proxy {
         });
         if head > 0 {
             // The page as the replica has it: the same size, starting after the unseen ones.
-            let skip = call.with_args(|x| {
-                x.insert("message_limit".into(), json!(head));
-            });
-            let s = self.forward(&skip).await;
-            if !s.is_success() {
-                return;
-            }
-            match s.next_cursor() {
-                None => {
-                    if let Some(items) = a.items_mut(t) {
-                        items.clear();
-                    }
-                    if let Some(meta) = a.meta_mut() {
-                        meta.remove("next_cursor");
-                    }
-                }
-                Some(after) => {
-                    let b = self
-                        .forward(&call.with_args(|x| {
-                            x.insert("cursor".into(), json!(after));
-                        }))
-                        .await;
-                    if !b.is_success() {
-                        return;
-                    }
+            match self.page_after(call, "message_limit", head).await {
+                None => return,
+                Some(None) => end_page(a, t),
+                Some(Some(b)) => {
                     let (items, next) = (b.items(t).cloned().unwrap_or_default(), b.next_cursor());
                     if let Some(i) = a.items_mut(t) {
                         *i = items;
@@ -773,5 +750,15 @@ impl Proxy {
             d.remove("messages");
         }
         Some(self.built_page(call, "get_conversation", data, items, more))
+    }
+}
+
+/// An answer made the last page: no items, no `next_cursor`.
+fn end_page(a: &mut Answer, tool: &str) {
+    if let Some(items) = a.items_mut(tool) {
+        items.clear();
+    }
+    if let Some(meta) = a.meta_mut() {
+        meta.remove("next_cursor");
     }
 }
