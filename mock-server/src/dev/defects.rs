@@ -30,6 +30,7 @@ named_modes! {
         PingNonEmpty = "ping-non-empty", "PROTO-1", "ping is answered with a non-empty result";
         PromptsUnadvertised = "prompts-unadvertised", "PROTO-1", "prompts are served but initialize does not advertise the prompts capability";
         PromptGetUnserved = "prompt-get-unserved", "PROTO-1", "prompts/list lists prompts that prompts/get answers with -32601 (a handler never wired)";
+        LoggingUnserved = "logging-unserved", "PROTO-1", "initialize advertises logging but logging/setLevel answers -32601 (the SDK's default handler left in place)";
         ZeroIdDropped = "zero-id-dropped", "PROTO-2", "a request with id 0 is answered with id null";
         StringIdAsNumber = "string-id-as-number", "PROTO-2", "a string id made of digits is answered as a number";
         ErrorIdNull = "error-id-null", "PROTO-2", "JSON-RPC error answers carry id null instead of the request's";
@@ -312,6 +313,11 @@ impl Defects {
     /// PROTO-1, capability negotiation: `prompts/get` missing behind a served `prompts/list`.
     pub fn prompt_get_unserved(&self) -> bool {
         self.has(Defect::PromptGetUnserved)
+    }
+
+    /// PROTO-1, capability negotiation: `logging/setLevel` missing behind the logging capability.
+    pub fn logging_unserved(&self) -> bool {
+        self.has(Defect::LoggingUnserved)
     }
 
     // --- authentication and authorization ---

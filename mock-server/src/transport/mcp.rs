@@ -112,6 +112,9 @@ impl ServerHandler for Handler {
         _request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if self.app.defects.logging_unserved() {
+            return Err(ErrorData::new(RpcCode::METHOD_NOT_FOUND, "logging/setLevel", None));
+        }
         Ok(())
     }
 

@@ -35,7 +35,7 @@ pub const LISTS: [Surface; 4] = [
 ];
 
 /// A capability that is one request rather than a list: when advertised, the request must
-/// answer a result. (Not advertised, it is not judged: rmcp answers `logging/setLevel` anyway.)
+/// answer a result. (Not advertised, it is not judged: accepting it anyway harms nothing.)
 #[derive(Debug, Clone, Copy)]
 pub struct Probe {
     pub capability: &'static str,
