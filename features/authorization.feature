@@ -270,8 +270,7 @@ Feature: Authentication and authorization
 
   @AUTH-7 @needs-control-memberships
   Scenario: A membership revoked now is refused at once
-    Given a fresh server state
-    And the persona "viewer"
+    Given the persona "viewer"
     When they get the busy restaurant
     Then the call succeeds
     When the membership of "viewer" in the home organization is revoked

@@ -59,8 +59,7 @@ Feature: Cursors
 
   @PAG-7 @needs-control-memberships
   Scenario: A cursor carries no authority once the membership has ended
-    Given a fresh server state
-    And the persona "staff"
+    Given the persona "staff"
     When they list the orders of the busy restaurant with limit 5
     Then the call succeeds
     When the membership of "staff" in the home organization is revoked
@@ -70,8 +69,7 @@ Feature: Cursors
   # The same for the messages of a conversation: its cursor is a page of get_conversation.
   @PAG-7 @needs-control-memberships
   Scenario: A message cursor carries no authority once the membership has ended
-    Given a fresh server state
-    And the persona "staff"
+    Given the persona "staff"
     When they get the long conversation with message_limit 5
     Then the call succeeds
     When the membership of "staff" in the home organization is revoked

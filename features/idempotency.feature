@@ -107,8 +107,8 @@ Feature: Idempotency
   @IDEM-4 @needs-control-faults
   Scenario: The same key while the first call still runs is told to retry later
     Given a fresh server state
-    And the server slows "create_instruction" by 1000 ms
-    When they create the instruction "Slow CANARY" in the busy restaurant with the key "idem4-CANARY" twice, the second call 300 ms after the first
+    And the server slows "create_instruction" by 500 ms
+    When they create the instruction "Slow CANARY" in the busy restaurant with the key "idem4-CANARY" twice, the second call 200 ms after the first
     Then the call fails with "MCP_OPERATION_IN_PROGRESS"
     And the error has category "conflict" and is retryable
     And the error asks to retry after a delay
@@ -183,8 +183,7 @@ Feature: Idempotency
 
   @IDEM-7 @needs-control-memberships
   Scenario: Access is checked again before a replay
-    Given a fresh server state
-    And the persona "staff"
+    Given the persona "staff"
     When they send the message "Hello again CANARY" in the long conversation with the key "idem7r-CANARY"
     Then the call succeeds
     When the membership of "staff" in the home organization is revoked
@@ -193,8 +192,7 @@ Feature: Idempotency
 
   @IDEM-7 @needs-control-memberships
   Scenario: A refused call is not stored: the same call with the same key runs once access is back
-    Given a fresh server state
-    And the persona "staff"
+    Given the persona "staff"
     When the membership of "staff" in the home organization is revoked
     And they send the message "Back again CANARY" in the long conversation with the key "idem7b-CANARY"
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"

@@ -34,7 +34,7 @@ pub struct Outputs<Out> {
 /// Scenarios run side by side by default: most of a run's time against a distant server is
 /// waiting. Conflicting scenarios never overlap (`crate::schedule`); `--concurrency N`
 /// overrides, `--concurrency 1` runs one at a time.
-const DEFAULT_CONCURRENCY: usize = 8;
+const DEFAULT_CONCURRENCY: usize = 32;
 
 /// What a scenario touches, from its tags and steps (background included).
 pub fn scenario_needs(
@@ -81,7 +81,8 @@ where
         )
         .normalized();
 
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(ctx.profile.deadline_s);
+    let run_start = std::time::Instant::now();
+    let deadline = run_start + std::time::Duration::from_secs(ctx.profile.deadline_s);
     let locks = Arc::new(crate::schedule::Locks::default());
     let claims = Arc::new(crate::schedule::Claims::default());
     let personas = Arc::new(crate::schedule::personas(&ctx.dataset));
@@ -116,6 +117,7 @@ where
         let (locks, claims, personas) = (Arc::clone(&locks), Arc::clone(&claims), Arc::clone(&personas));
         let rates = Arc::clone(&rates);
         async move {
+            world.queued_at = Some(std::time::Instant::now());
             let tags = crate::features::scenario_tags(feature, rule, scenario);
             let needs = scenario_needs(feature, rule, scenario, &personas);
             // A burst goes once the scenarios using its pairs are done, on fresh windows.
@@ -125,6 +127,7 @@ where
             // Wait until no conflicting scenario runs (crate::schedule).
             world.whole_server = needs.whole_server();
             world.held = Some(locks.acquire(&needs).await);
+            world.started_at = Some(std::time::Instant::now());
             world.install(ctx, &scenario.name, &tags);
             world.deadline = Some(deadline);
             world.claims = Some(claims);
@@ -149,6 +152,7 @@ where
                         request_ids: world.request_ids(),
                         ext_differences,
                         exchanges: world.history.len() + world.library.as_ref().map_or(0, |l| l.exchanges),
+                        timing: None,
                     },
                 );
                 // What the judge found on the scenario's exchanges: one finding per clause and
@@ -223,10 +227,34 @@ where
             {
                 // Reset also clears faults, deadlines and the clock (docs/CONTROL_API.md).
                 reset = control.reset().await;
+                if let (Ok(()), Some(held)) = (&reset, &world.held) {
+                    held.reset_done();
+                }
+            } else if let Some(control) = &ctx.control {
+                // A scenario holding only the personas of a user whose membership it revoked
+                // gives the membership back, instead of resetting what others are using.
+                for (user, org) in std::mem::take(&mut world.revoked) {
+                    if reset.is_ok() {
+                        reset = control.restore_membership(&user, &org).await;
+                    }
+                }
             }
             // Let waiting scenarios go now: cucumber keeps a failed scenario's World alive in
             // its failure event, and with it anything the World still holds.
             world.held = None;
+            let since_start = |at: Option<std::time::Instant>| {
+                at.map_or(0, |at| {
+                    u64::try_from(at.saturating_duration_since(run_start).as_millis()).unwrap_or(u64::MAX)
+                })
+            };
+            let timing = crate::report::ScenarioTiming {
+                queued_ms: since_start(world.queued_at),
+                started_ms: since_start(world.started_at),
+                finished_ms: since_start(Some(std::time::Instant::now())),
+            };
+            if let Some(extras) = log.borrow_mut().scenarios.get_mut(&scenario_key(feature, scenario)) {
+                extras.timing = Some(timing);
+            }
             if let Err(e) = reset {
                 panic!("resetting the server after the scenario failed: {e:#}");
             }

@@ -110,6 +110,16 @@ pub fn burst_tool(step: &str) -> Option<&'static str> {
     Some(BURST_STEPS.iter().find(|(start, _)| step.starts_with(start)).map_or("*", |(_, tool)| tool))
 }
 
+/// The tag of scenarios that revoke a membership through the control API: they hold the
+/// personas of its user, not the whole server.
+const MEMBERSHIPS_TAG: &str = "needs-control-memberships";
+
+/// The persona whose membership a `the membership of "X" in … is revoked` step changes.
+fn membership_of<'a>(step: &str, personas: &'a [Persona]) -> Option<&'a Persona> {
+    let name = step.strip_prefix("the membership of \"")?.split('"').next()?;
+    personas.iter().find(|p| p.name == name)
+}
+
 /// The persona a `Given the persona "X"` step switches to.
 fn switches_to<'a>(step: &str, personas: &'a [Persona]) -> Option<&'a Persona> {
     let name = step.strip_prefix("the persona \"")?.strip_suffix('"')?;
@@ -121,7 +131,7 @@ impl Needs {
     pub fn of(tags: &[String], steps: &[String], personas: &[Persona]) -> Needs {
         let mut needs = Needs::default();
         let exhausts_rates = tags.iter().any(|t| t == "LIM-2");
-        let whole_server = tags.iter().any(|t| t.starts_with(WHOLE_SERVER_TAG))
+        let whole_server = tags.iter().any(|t| t.starts_with(WHOLE_SERVER_TAG) && t != MEMBERSHIPS_TAG)
             || steps.iter().any(|s| s.contains("a fresh server state"));
         needs.resources.insert(Resource::Server, whole_server);
         // A matrix step acts as every persona of the dataset (`steps::matrices`).
@@ -131,6 +141,13 @@ impl Needs {
             if every_persona || steps.iter().any(|s| s.contains(&quoted)) {
                 needs.resources.insert(Resource::Persona(persona.name.clone()), exhausts_rates);
                 needs.uses.insert(persona.pair.clone());
+            }
+        }
+        // A membership revoked changes what its user may do, whichever persona acts as that user;
+        // nothing else (the after hook restores it): those personas alone are held exclusively.
+        for revoked in steps.iter().filter_map(|s| membership_of(s, personas)) {
+            for persona in personas.iter().filter(|p| p.pair.user == revoked.pair.user) {
+                needs.resources.insert(Resource::Persona(persona.name.clone()), true);
             }
         }
         let mut current = None;
@@ -349,6 +366,18 @@ impl Waits {
 #[derive(Debug, Default)]
 pub struct Locks {
     locks: Mutex<BTreeMap<Resource, Arc<RwLock<()>>>>,
+    fresh: Arc<Mutex<Freshness>>,
+}
+
+/// Which scenario last left the server as the dataset publishes it: a whole-server scenario
+/// resets the server when it is done, and the next one, if nothing started in between, need not
+/// reset it again before it starts (a round trip saved per scenario of the serial phase).
+#[derive(Debug, Default)]
+struct Freshness {
+    /// Scenarios that got their locks so far; each one's number is its place in that count.
+    started: u64,
+    /// The scenario (by number) whose reset, with the whole server held, came last.
+    reset_by: Option<u64>,
 }
 
 /// What a running scenario holds; dropping it lets conflicting scenarios go.
@@ -356,6 +385,31 @@ pub struct Locks {
 pub struct Held {
     _read: Vec<OwnedRwLockReadGuard<()>>,
     _write: Vec<OwnedRwLockWriteGuard<()>>,
+    /// This scenario's number in [`Freshness::started`].
+    number: u64,
+    /// It holds the server exclusively ([`Needs::whole_server`]).
+    whole_server: bool,
+    fresh: Arc<Mutex<Freshness>>,
+}
+
+impl Held {
+    fn freshness(&self) -> std::sync::MutexGuard<'_, Freshness> {
+        self.fresh.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// It reset the server (its after hook): trusted only from a scenario that holds the server
+    /// whole, since nothing else ran beside it.
+    pub fn reset_done(&self) {
+        let mut fresh = self.freshness();
+        fresh.reset_by = self.whole_server.then_some(self.number).or(fresh.reset_by);
+    }
+
+    /// It holds the whole server, and the last reset was made by the scenario started just
+    /// before it: nothing has touched the server since (whole-server scenarios run alone).
+    pub fn server_fresh(&self) -> bool {
+        let fresh = self.freshness();
+        self.whole_server && self.number > 0 && fresh.reset_by == Some(self.number - 1)
+    }
 }
 
 impl Locks {
@@ -367,7 +421,8 @@ impl Locks {
     /// Waits until nothing conflicting runs. Locks are taken in name order (a `BTreeMap`), the
     /// same for every scenario, so two scenarios can never wait on each other.
     pub async fn acquire(&self, needs: &Needs) -> Held {
-        let mut held = Held::default();
+        let mut held =
+            Held { fresh: Arc::clone(&self.fresh), whole_server: needs.whole_server(), ..Held::default() };
         for (resource, exclusive) in &needs.resources {
             let lock = self.lock(resource);
             if *exclusive {
@@ -376,6 +431,11 @@ impl Locks {
                 held._read.push(lock.read_owned().await);
             }
         }
+        let mut fresh = held.freshness();
+        fresh.started += 1;
+        let number = fresh.started;
+        drop(fresh);
+        held.number = number;
         held
     }
 }

@@ -440,6 +440,7 @@ mod tests {
             exchanges: 1,
             not_applicable: false,
             cut_short: false,
+            timing: None,
             tags: vec![clause.to_owned()],
         }
     }

@@ -75,6 +75,11 @@ pub struct ConformanceWorld {
     /// The scenario's side of the differential oracle (`crate::oracle`): what it observed,
     /// wrote and created, compared with the reference.
     pub shadow: crate::oracle::Shadow,
+    /// When its before hook began and when its locks were granted (the report's timing).
+    pub queued_at: Option<std::time::Instant>,
+    /// Memberships (user, organization; the server's IDs) it revoked and has not restored.
+    pub revoked: Vec<(String, String)>,
+    pub started_at: Option<std::time::Instant>,
 }
 
 /// One call of a batch run at once (`ConformanceWorld::concurrently`).

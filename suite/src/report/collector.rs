@@ -44,6 +44,7 @@ pub struct ScenarioExtras {
     pub ext_differences: Vec<String>,
     /// The exchanges the scenario made: what its steps judged.
     pub exchanges: usize,
+    pub timing: Option<super::ScenarioTiming>,
 }
 
 /// Scenario events → results.
@@ -69,6 +70,7 @@ impl Collector {
                 s.request_ids = extras.request_ids.clone();
                 s.ext_differences = extras.ext_differences.clone();
                 s.exchanges = extras.exchanges;
+                s.timing = extras.timing;
             }
         }
         out
@@ -121,6 +123,7 @@ impl Collector {
                     exchanges: 0,
                     not_applicable: false,
                     cut_short: false,
+                    timing: None,
                     tags,
                 };
                 self.running.insert(key, result);

@@ -196,8 +196,21 @@ pub struct ScenarioResult {
     /// Not run because the run's deadline passed ([`Halt::OutOfTime`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
+    /// When it ran, in the run's milliseconds: where a run's time goes (docs/BENCHMARKS.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing: Option<ScenarioTiming>,
     #[serde(skip)]
     pub tags: Vec<String>,
+}
+
+/// A scenario's place in the run, in milliseconds since the run started: queued (its before hook
+/// began), started (the scenarios it conflicts with were done, `crate::schedule`), finished (its
+/// after hook and any reset were done).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ScenarioTiming {
+    pub queued_ms: u64,
+    pub started_ms: u64,
+    pub finished_ms: u64,
 }
 
 impl ScenarioResult {

@@ -15,6 +15,7 @@ fn scenario(name: &str, tags: &[&str], status: Status) -> ScenarioResult {
         exchanges: 3,
         not_applicable: false,
         cut_short: false,
+        timing: None,
         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
     }
 }

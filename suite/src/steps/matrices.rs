@@ -934,13 +934,13 @@ async fn allowed_state_changes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 }
 
 /// LIM-4 for every tool (`matrices::deadline_rows`): each deadline shortened to 100 ms and each
-/// tool slowed by 500 ms before it runs; a read answers MCP_TOOL_TIMEOUT, a write
+/// tool slowed by 250 ms before it runs; a read answers MCP_TOOL_TIMEOUT, a write
 /// MCP_OUTCOME_UNKNOWN. A success is the fault this catches (a search that gives up and
 /// answers no hits looks served). Needs a fresh server state: the writes' effects happen.
 #[then("every tool past the deadline of its kind answers its timeout, never a success")]
 async fn deadline_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     const DEADLINE_MS: u64 = 100;
-    const SLOWER_MS: u64 = 300;
+    const SLOWER_MS: u64 = 250;
     let rows = matrices::deadline_rows(w.dataset());
     if rows.is_empty() {
         return Err(w.fail("tools with a deadline", "none derived from the contract"));
@@ -996,10 +996,11 @@ async fn deadline_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         }
     }
     // A write answered at its deadline still runs once its latency is over, and its effect
-    // lands then: wait for the last one, so that the reset after the scenario is not followed
-    // by an effect (seen: a restaurant paused under the next scenarios).
+    // lands then, SLOWER_MS after it was sent: wait for the last one, with 150 ms to spare, so
+    // that the reset after the scenario is not followed by an effect (seen: a restaurant paused
+    // under the next scenarios). The answers came at the deadline, so the rest is what is left.
     if rows.iter().any(|r| r.tool.kind().is_write()) {
-        tokio::time::sleep(std::time::Duration::from_millis(SLOWER_MS + 200)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(SLOWER_MS - DEADLINE_MS + 150)).await;
     }
     w.control()?.clear_faults().await?;
     misses.verdict(w, rows.len(), "every tool past its deadline answers its kind's timeout")

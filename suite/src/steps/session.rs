@@ -13,9 +13,16 @@ async fn persona(w: &mut ConformanceWorld, name: String) -> anyhow::Result<()> {
 }
 
 /// Starts from the dataset as published; the after hook resets again when the scenario is done.
+/// Already fresh when the scenario before it reset the server and nothing ran in between
+/// (`schedule::Held::server_fresh`) and this one has not called yet: no second reset then.
 #[given("a fresh server state")]
 async fn fresh_state(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    w.control()?.reset().await?;
+    let control = w.control()?;
+    let fresh =
+        w.held.as_ref().is_some_and(|h| h.server_fresh()) && w.history.is_empty() && w.library.is_none();
+    if !fresh {
+        control.reset().await?;
+    }
     w.dirty = true;
     Ok(())
 }
@@ -36,12 +43,21 @@ async fn membership(
     let (user, org) = (w.ctx().id_map.to_server(&user), w.ctx().id_map.to_server(&org));
     w.dirty = true;
     let control = w.control()?;
-    let done = if change == "revoked" {
+    let revoke = change == "revoked";
+    let done = if revoke {
         control.revoke_membership(&user, &org).await
     } else {
         control.restore_membership(&user, &org).await
     };
-    done.with_context(|| format!("the membership of {persona} could not be {change} through the control API"))
+    done.with_context(|| {
+        format!("the membership of {persona} could not be {change} through the control API")
+    })?;
+    // The after hook restores what is still revoked (the scenario holds only its personas).
+    w.revoked.retain(|m| *m != (user.clone(), org.clone()));
+    if revoke {
+        w.revoked.push((user, org));
+    }
+    Ok(())
 }
 
 /// Fault injection: every following call of `tool` fails with `error` (`internal`,

@@ -99,3 +99,31 @@ fn a_burst_queued_first_is_caught() {
     queue.sort_by_key(|(_, n)| n.exhausts.is_empty());
     assert!(!met_too_late(&queue).is_empty());
 }
+
+/// A whole-server scenario may skip its starting reset only when the scenario started just
+/// before it reset the server while holding it whole; any scenario started in between, or a
+/// reset made without the server held, leaves the next one to reset again.
+#[tokio::test]
+async fn a_reset_is_trusted_only_by_the_next_scenario_to_start() {
+    let locks = schedule::Locks::default();
+    let whole = Needs::whole_server_only();
+    let shared = Needs { resources: [(schedule::Resource::Server, false)].into(), ..Needs::default() };
+
+    let first = locks.acquire(&whole).await;
+    assert!(!first.server_fresh(), "nothing reset the server before the run's first scenario");
+    first.reset_done();
+    drop(first);
+    let second = locks.acquire(&whole).await;
+    assert!(second.server_fresh(), "the scenario before it reset the server and nothing ran since");
+    drop(second);
+    // The second did not reset: the third cannot trust the first's reset.
+    let third = locks.acquire(&whole).await;
+    assert!(!third.server_fresh());
+    third.reset_done();
+    drop(third);
+    let reader = locks.acquire(&shared).await;
+    reader.reset_done();
+    drop(reader);
+    let fourth = locks.acquire(&whole).await;
+    assert!(!fourth.server_fresh(), "a scenario ran (and wrote) between the reset and this one");
+}

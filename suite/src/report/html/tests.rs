@@ -27,6 +27,7 @@ fn failed(name: &str, tag: &str, message: String) -> ScenarioResult {
         exchanges: 1,
         not_applicable: false,
         cut_short: false,
+        timing: None,
         tags: vec![tag.to_owned()],
     }
 }
