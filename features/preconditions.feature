@@ -76,3 +76,17 @@ Feature: Optimistic preconditions
     When "owner" and "manager" both move the same "received" order of the busy restaurant to "accepted" at once
     Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
     And the order is "accepted"
+
+  # The change shows on every surface that reads the restaurant, not only on the tool: each
+  # restaurant template the server advertises, read after the change. The restaurant is the
+  # scenario's own (created here), so no other scenario sees it move. A server that advertises no
+  # resources, or whose resource states no status, skips this as not applicable.
+  @PRE-2
+  Scenario: A change of status shows when the restaurant is read as a resource
+    Given the persona "owner"
+    When they create the restaurant "Surface CANARY" in the home organization with the key "pre2-surface-CANARY"
+    Then the call succeeds
+    When they set the restaurant they created to its other status, saying what its creation showed
+    Then the call succeeds
+    When they read it back through every restaurant resource template the server lists
+    Then every read shows the restaurant in the status its change left

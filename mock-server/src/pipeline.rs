@@ -194,7 +194,7 @@ async fn claim(call: &Call) -> Result<Option<Owned>, ClaimEnd> {
 async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
     let app = call.app.clone();
     let kind = call.tool.kind();
-    let deadline = Duration::from_millis(app.deadlines().for_kind(kind));
+    let deadline = Duration::from_millis(app.deadlines().for_kind(app.defects.deadline_kind(kind)));
     let fault = app.faults.get(call.tool.as_str()).unwrap_or_default();
     let tool = call.tool;
     let work = async move {

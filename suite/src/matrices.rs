@@ -340,6 +340,18 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                                 e.choice,
                             ));
                         }
+                        // A write's free text that can outgrow ENV-3's summary in bytes: served
+                        // at its maximum in three-byte characters, so that a summary quoting it
+                        // cut in characters, not bytes, is seen (the judge holds every summary to
+                        // 4 KiB). One and the same character for every reading of "characters".
+                        let widest = "€".repeat(m as usize);
+                        if !read
+                            && field != "idempotency_key"
+                            && widest.len() > chataigne_contract::MAX_SUMMARY_BYTES
+                        {
+                            let edge = format!("`{field}` of {m} three-byte characters (€), its maximum");
+                            extra.push((field.to_owned(), edge, json!(widest), Expect::Served, None));
+                        }
                     }
                 }
                 Mutation::TooShort(m) => {
@@ -396,6 +408,13 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
             for (argument, edge, value, expect, choice) in extra.drain(..) {
                 let mut args = base.clone();
                 args[argument.as_str()] = value;
+                // A write served with other arguments than the matrices' calls: a key of its own.
+                if expect == Expect::Served
+                    && argument != "idempotency_key"
+                    && let Some(key) = args.get("idempotency_key").and_then(Value::as_str)
+                {
+                    args["idempotency_key"] = json!(format!("{key}-{argument}-widest"));
+                }
                 rows.push(BoundRow { tool, argument, edge, args, expect, clause, choice });
             }
         }

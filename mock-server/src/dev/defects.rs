@@ -9,7 +9,7 @@ use std::ops::Bound;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse as _, Response};
 use chataigne_contract::dataset::{Conversation, Transcript};
-use chataigne_contract::{ErrorCode, Role, ToolName};
+use chataigne_contract::{ErrorCode, Kind, Role, ToolName};
 use serde_json::Value;
 
 use crate::auth::Principal;
@@ -44,6 +44,7 @@ named_modes! {
         NoRequestIdHeader = "no-request-id-header", "ENV-2", "no x-request-id header";
         ReplayFixedRequestId = "replay-fixed-request-id", "ENV-2", "every replay answers with one fixed request_id";
         LongSummary = "long-summary", "ENV-3", "the text summary exceeds 4 KiB";
+        SummaryCutInChars = "summary-cut-in-chars", "ENV-3", "a write's summary quotes its text, cut at 4,096 characters rather than bytes";
         ErrorWithoutRequestId = "error-without-request-id", "ENV-4", "errors carry a different request_id in data.error";
         WrongCategory = "wrong-category", "ENV-5", "MCP_CURSOR_INVALID reported with category conflict";
         ConflictAsValidation = "conflict-as-validation", "ENV-5", "conflict codes reported with category validation";
@@ -68,6 +69,7 @@ named_modes! {
         RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
         ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
         SearchDeadlineEmpty = "search-deadline-empty", "LIM-4", "search_transcripts past its deadline answers an empty success (no hits) instead of MCP_TOOL_TIMEOUT";
+        AnalyticsReadDeadline = "analytics-read-deadline", "LIM-4", "get_analytics is held to the read deadline (15 s), not its own (30 s)";
         NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
         FilteredPageUncut = "filtered-page-uncut", "LIM-5", "a page filtered by status is not shortened to fit 128 KiB, so it is refused as too large (the filtered query path skips the cut)";
         HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
@@ -99,6 +101,7 @@ named_modes! {
         AnalyticsMembershipIgnored = "analytics-membership-ignored", "AUTH-4", "get_analytics serves any restaurant, member or not";
         ForeignResourceRead = "foreign-resource-read", "AUTH-4", "resources/read serves any restaurant's resource, member or not (the handler reads the store around the pipeline)";
         ResourcesListEveryRestaurant = "resources-list-every-restaurant", "AUTH-4", "resources/list lists every restaurant of the store by name, whoever asks (the list is not filtered by the caller's memberships)";
+        ResourceStatusStale = "resource-status-stale", "PRE-2", "resources/read shows every restaurant open, as restaurants are created, whatever status its last change left (a projection the status write does not update)";
         ResourceReadOracle = "resource-read-oracle", "AUTH-4", "resources/read refuses a foreign restaurant with -32603 MCP_RESOURCE_FORBIDDEN and an absent one with -32002 (an existence oracle on the resources surface)";
         ForeignChildVisible = "foreign-child-visible", "AUTH-5", "an order, conversation or transcript is found through any restaurant";
         SiblingChildVisible = "sibling-child-visible", "AUTH-5", "an order, conversation or transcript is found (and an order moved) through any restaurant of its own organization";
@@ -252,6 +255,11 @@ impl Defects {
         {
             s.push_str(&" (details)".repeat(500));
         }
+        if self.has(Defect::SummaryCutInChars)
+            && let (Some(s), Some(text)) = (summary.as_mut(), args.get("text").and_then(Value::as_str))
+        {
+            *s = format!("{s}: \"{text}\"").chars().take(chataigne_contract::MAX_SUMMARY_BYTES).collect();
+        }
         if let Some(err) = structured.pointer_mut("/data/error") {
             if self.has(Defect::ErrorWithoutRequestId) {
                 err["request_id"] = "req_0000000000000000".into();
@@ -351,6 +359,12 @@ impl Defects {
     /// AUTH-4 on `resources/list`: every restaurant listed, whatever the caller may see.
     pub fn lists_every_restaurant(&self) -> bool {
         self.has(Defect::ResourcesListEveryRestaurant)
+    }
+
+    /// PRE-2 on `resources/read`: the status a restaurant read as a resource shows instead of its
+    /// own, if a defect says so.
+    pub fn resource_status(&self) -> Option<&'static str> {
+        self.has(Defect::ResourceStatusStale).then_some("open")
     }
 
     /// AUTH-4 on `resources/read`: a forbidden restaurant told apart from an absent one.
@@ -560,6 +574,11 @@ impl Defects {
         } else {
             self.body_limit()
         }
+    }
+
+    /// The kind whose deadline a tool of `kind` is held to.
+    pub fn deadline_kind(&self, kind: Kind) -> Kind {
+        if self.has(Defect::AnalyticsReadDeadline) && kind == Kind::Analytics { Kind::Read } else { kind }
     }
 
     /// What a read past its deadline answers instead of its timeout, if a defect says so.

@@ -207,7 +207,13 @@ impl ServerHandler for Handler {
                         &ToolError::new(ErrorCode::OutputTooLarge),
                     ));
                 }
-                Ok(resources::restaurant(uri, &result.structured_content.unwrap_or_default()).into())
+                let mut envelope = result.structured_content.unwrap_or_default();
+                if let (Some(stale), Some(status)) =
+                    (self.app.defects.resource_status(), envelope.pointer_mut("/data/restaurant/status"))
+                {
+                    *status = stale.into();
+                }
+                Ok(resources::restaurant(uri, &envelope).into())
             }
             Ok(Err(error))
                 if self.app.defects.resource_read_oracle()

@@ -78,6 +78,13 @@ async fn a_stale_expected_status_is_a_mismatch_and_changes_nothing() {
     let reply = server.call("manager", "set_restaurant_status", set_status("paused", Some("open"))).await;
     assert_eq!(expect_ok(&reply)["restaurant"]["status"], "paused");
     assert_eq!(restaurant(&server).await["status"], "paused");
+    // The same state through the resources surface (its read is get_restaurant's call).
+    let read = json!({ "jsonrpc": "2.0", "id": 7, "method": "resources/read",
+        "params": { "uri": "chataigne://restaurants/rst_central" } });
+    let answer = server.rpc("owner", &read).await;
+    let text = answer.json["result"]["contents"][0]["text"].as_str().unwrap_or_default();
+    let envelope: Value = serde_json::from_str(text).unwrap_or_default();
+    assert_eq!(envelope["data"]["restaurant"]["status"], "paused", "{}", answer.text);
 }
 
 // PRE-3

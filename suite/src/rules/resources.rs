@@ -14,6 +14,35 @@ pub fn advertises_resources(initialize: &Exchange) -> Option<bool> {
     Some(result.pointer("/capabilities/resources").is_some_and(|c| !c.is_null()))
 }
 
+/// The status a read of the restaurant `id` states for it (PRE-2 on this surface): an error, or a
+/// result with no contents, is `Err` (what it was); `Ok(None)` when no JSON text of the contents
+/// holds an object with that `id` and a string `status`; otherwise that status (the first found,
+/// depth first).
+pub fn restaurant_status(read: &Exchange, id: &str) -> Result<Option<String>, String> {
+    let Some(result) = read.result() else { return Err(read.summary()) };
+    let contents = result.get("contents").and_then(Value::as_array).filter(|c| !c.is_empty());
+    let Some(contents) = contents else {
+        return Err(format!("a result without contents: {}", read.summary()));
+    };
+    let texts = contents.iter().filter_map(|c| c.get("text").and_then(Value::as_str));
+    Ok(texts.filter_map(|t| serde_json::from_str::<Value>(t).ok()).find_map(|doc| status_of(&doc, id)))
+}
+
+fn status_of(value: &Value, id: &str) -> Option<String> {
+    match value {
+        Value::Object(map) => {
+            if map.get("id").and_then(Value::as_str) == Some(id)
+                && let Some(status) = map.get("status").and_then(Value::as_str)
+            {
+                return Some(status.to_owned());
+            }
+            map.values().find_map(|v| status_of(v, id))
+        }
+        Value::Array(items) => items.iter().find_map(|v| status_of(v, id)),
+        _ => None,
+    }
+}
+
 /// The variables of an RFC 6570 template, each without its operator, prefix or explode modifier.
 pub fn variables(template: &str) -> Vec<String> {
     let mut out = Vec::new();

@@ -933,66 +933,99 @@ async fn allowed_state_changes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     misses.verdict(w, rows.len(), "every state change the tables allow reaches its precondition")
 }
 
-/// LIM-4 for every tool (`matrices::deadline_rows`): each deadline shortened to 100 ms and each
-/// tool slowed by 250 ms before it runs; a read answers MCP_TOOL_TIMEOUT, a write
-/// MCP_OUTCOME_UNKNOWN. A success is the fault this catches (a search that gives up and
-/// answers no hits looks served). Needs a fresh server state: the writes' effects happen.
+/// LIM-4 for every tool (`matrices::deadline_rows`), each kind held to its own deadline: every
+/// tool slowed by 250 ms, in two passes with some deadlines shortened to 100 ms and the others at
+/// the contract's. Pass 1 shortens read and analytics, pass 2 read and write: every tool is past
+/// its deadline in one pass (a read answers MCP_TOOL_TIMEOUT, a write MCP_OUTCOME_UNKNOWN, never a
+/// success) and every two kinds are apart in one (the one within its deadline succeeds: analytics
+/// held to the read deadline, or every tool to one deadline, are seen). Needs a fresh server
+/// state: the writes' effects happen.
 #[then("every tool past the deadline of its kind answers its timeout, never a success")]
 async fn deadline_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    use chataigne_contract::Kind;
     const DEADLINE_MS: u64 = 100;
     const SLOWER_MS: u64 = 250;
+    // The deadlines shortened in each pass; the writes' pass last, so that their late effects
+    // are waited for once.
+    const PASSES: [&[&str]; 2] = [&["read", "analytics"], &["read", "write"]];
     let rows = matrices::deadline_rows(w.dataset());
     if rows.is_empty() {
         return Err(w.fail("tools with a deadline", "none derived from the contract"));
     }
     let restaurant = w.dataset().landmarks.busy_restaurant.clone();
-    // Every call's arguments first: finding an order lists orders, which will be slowed.
-    let mut calls = Vec::new();
-    for row in &rows {
-        calls.push(match &row.args {
-            Some(args) => args.clone(),
-            None => {
-                let order = super::writes::order_in_status(w, &restaurant, "received").await?;
-                json!({ "restaurant_id": restaurant, "order_id": order, "status": "accepted", "expected_status": "received" })
-            }
-        });
+    // Every pass's arguments first: finding an order lists orders, which will be slowed. A keyed
+    // write gets a key per pass; the restaurant's status goes back and forth (pass 1 sets it).
+    let mut passes = Vec::new();
+    for (pass, _) in PASSES.iter().enumerate() {
+        let mut calls = Vec::new();
+        for row in &rows {
+            calls.push(match &row.args {
+                Some(args) => {
+                    let mut args = args.clone();
+                    if let Some(key) = args.get("idempotency_key").and_then(Value::as_str) {
+                        args["idempotency_key"] = json!(format!("{key}-pass{}", pass + 1));
+                    }
+                    if pass % 2 == 1 && row.tool == ToolName::SetRestaurantStatus {
+                        let (status, expected) = (args["status"].clone(), args["expected_status"].clone());
+                        args["status"] = expected;
+                        args["expected_status"] = status;
+                    }
+                    args
+                }
+                None => {
+                    let order = super::writes::order_in_status(w, &restaurant, "received").await?;
+                    json!({ "restaurant_id": restaurant, "order_id": order, "status": "accepted", "expected_status": "received" })
+                }
+            });
+        }
+        passes.push(calls);
     }
     w.dirty = true;
-    let deadlines = json!({ "read_ms": DEADLINE_MS, "analytics_ms": DEADLINE_MS, "write_ms": DEADLINE_MS });
-    w.control()?.set_deadlines(deadlines).await?;
-    let mut misses = Misses::default();
-    // Every tool slowed at once, then every row's call side by side (`ROWS_AT_ONCE`): the rows
-    // wait out their deadlines together, not one after another.
     let control = w.control()?.clone();
     let faults = rows
         .iter()
         .map(|row| control.add_fault(json!({ "tool": row.tool.as_str(), "latency_ms": SLOWER_MS })));
     futures::future::try_join_all(faults).await?;
     let persona = w.persona()?.to_owned();
-    let row_calls = rows
-        .iter()
-        .zip(calls)
-        .map(|(row, args)| RowCall {
-            persona: persona.clone(),
-            tool: row.tool.as_str().to_owned(),
-            args,
-            id: None,
-        })
-        .collect();
-    for (row, answer) in rows.iter().zip(call_rows(w, row_calls).await?) {
-        let tool = row.tool.as_str();
-        record_row(w, &persona, answer)?;
-        let got = outcome(w);
-        if got != row.expect.as_str() {
-            let got = if got == "success" { "a success".to_owned() } else { got };
-            misses.add(
-                w,
-                format!(
-                    "{tool} past its {} deadline: {got} (expected {})",
-                    row.deadline,
-                    row.expect.as_str()
-                ),
-            );
+    let mut misses = Misses::default();
+    for (short, calls) in PASSES.iter().zip(passes) {
+        let mut deadlines = serde_json::Map::new();
+        for (name, kind) in [("read", Kind::Read), ("analytics", Kind::Analytics), ("write", Kind::Write)] {
+            let ms = if short.contains(&name) { DEADLINE_MS } else { kind.deadline_ms() };
+            deadlines.insert(format!("{name}_ms"), json!(ms));
+        }
+        control.set_deadlines(Value::Object(deadlines)).await?;
+        // Every row's call side by side (`ROWS_AT_ONCE`): the rows wait out their deadlines
+        // together, not one after another.
+        let row_calls = rows
+            .iter()
+            .zip(calls)
+            .map(|(row, args)| RowCall {
+                persona: persona.clone(),
+                tool: row.tool.as_str().to_owned(),
+                args,
+                id: None,
+            })
+            .collect();
+        for (row, answer) in rows.iter().zip(call_rows(w, row_calls).await?) {
+            let tool = row.tool.as_str();
+            record_row(w, &persona, answer)?;
+            let got = outcome(w);
+            let past = short.contains(&row.deadline);
+            let want = if past { row.expect.as_str() } else { "success" };
+            if got != want {
+                let got = if got == "success" { "a success".to_owned() } else { got };
+                let when = if past { "past" } else { "within" };
+                let shortened = short.join(" and ");
+                misses.add(
+                    w,
+                    format!(
+                        "{tool} {when} its {} deadline ({shortened} shortened to {DEADLINE_MS} ms, \
+                         every tool {SLOWER_MS} ms slower): {got} (expected {want})",
+                        row.deadline,
+                    ),
+                );
+            }
         }
     }
     // A write answered at its deadline still runs once its latency is over, and its effect
@@ -1002,6 +1035,11 @@ async fn deadline_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     if rows.iter().any(|r| r.tool.kind().is_write()) {
         tokio::time::sleep(std::time::Duration::from_millis(SLOWER_MS - DEADLINE_MS + 150)).await;
     }
-    w.control()?.clear_faults().await?;
-    misses.verdict(w, rows.len(), "every tool past its deadline answers its kind's timeout")
+    control.clear_faults().await?;
+    let judged = rows.len() * PASSES.len();
+    misses.verdict(
+        w,
+        judged,
+        "every tool past its deadline answers its kind's timeout, and within it a success",
+    )
 }

@@ -21,6 +21,109 @@ const ABSENT: &str = "rst_doesnotexist";
 #[when(expr = "they read {target} through every restaurant resource template the server lists")]
 async fn read_through_templates(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let id = w.ctx().id_map.to_server(&w.landmark(&target)?);
+    let templates = restaurant_templates(w).await?;
+    let pairs: Vec<(String, String)> = templates
+        .iter()
+        .filter_map(|t| Some((rules::fill_restaurant(t, &id)?, rules::fill_restaurant(t, ABSENT)?)))
+        .collect();
+    if pairs.is_empty() {
+        return Err(w.not_applicable("the server advertises no resource template naming a restaurant"));
+    }
+    for (uri, absent) in pairs {
+        w.rpc("resources/read", json!({ "uri": uri })).await?;
+        w.rpc("resources/read", json!({ "uri": absent })).await?;
+    }
+    Ok(())
+}
+
+/// PRE-2 on the resources surface: the restaurant the scenario created and changed, read through
+/// every restaurant template the server advertises (each read after the change).
+#[when("they read it back through every restaurant resource template the server lists")]
+async fn read_created(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let id = w
+        .saved
+        .get(CREATED)
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no restaurant was created and changed"))?;
+    let templates = restaurant_templates(w).await?;
+    let uris: Vec<String> = templates.iter().filter_map(|t| rules::fill_restaurant(t, &id)).collect();
+    if uris.is_empty() {
+        return Err(w.not_applicable("the server advertises no resource template naming a restaurant"));
+    }
+    for uri in uris {
+        w.rpc("resources/read", json!({ "uri": uri })).await?;
+    }
+    Ok(())
+}
+
+/// Every read of the last step answered, and each shows the restaurant in the status the
+/// change left: a read that is not a success fails; a read whose contents state no status for
+/// the restaurant shows nothing to compare (not applicable once every read is such).
+#[then("every read shows the restaurant in the status its change left")]
+async fn reads_show_status(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let id = w
+        .saved
+        .get(CREATED)
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no restaurant was created and changed"))?;
+    let want =
+        w.saved.get(CHANGED_TO).cloned().ok_or_else(|| anyhow::anyhow!("no status change was made"))?;
+    let reads: Vec<_> = w.history.iter().filter(|ex| ex.method == "resources/read").cloned().collect();
+    if reads.is_empty() {
+        return Err(anyhow::anyhow!("no resource was read: start with a read through the templates"));
+    }
+    let mut shown = 0;
+    for ex in &reads {
+        match rules::restaurant_status(ex, &id) {
+            Err(what) => return Err(w.fail_about(Some(ex), format!("a read of the restaurant {id}"), what)),
+            Ok(None) => {}
+            Ok(Some(status)) if status == want => shown += 1,
+            Ok(Some(status)) => {
+                return Err(w.fail_about(
+                    Some(ex),
+                    format!("{id} in status \"{want}\", as the change left it"),
+                    format!("status \"{status}\""),
+                ));
+            }
+        }
+    }
+    if shown == 0 {
+        return Err(w.not_applicable("no resource read states the restaurant's status"));
+    }
+    Ok(())
+}
+
+/// What `saved` keeps of the restaurant the scenario created and changed.
+const CREATED: &str = "created_restaurant";
+const CHANGED_TO: &str = "created_restaurant_status";
+
+/// The restaurant the last success created, set to its other status with the status its creation
+/// showed as the one seen (PRE-2).
+#[when("they set the restaurant they created to its other status, saying what its creation showed")]
+async fn change_created(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let created = w.success()?;
+    let id = w
+        .field(&created.data, "/restaurant/id")?
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| w.blocked("/restaurant/id"))?;
+    let seen = w
+        .field(&created.data, "/restaurant/status")?
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| w.blocked("/restaurant/status"))?;
+    let other = if seen == "open" { "paused" } else { "open" };
+    w.saved.insert(CREATED.to_owned(), id.clone());
+    w.saved.insert(CHANGED_TO.to_owned(), other.to_owned());
+    let args = json!({ "restaurant_id": id, "status": other, "expected_status": seen });
+    w.dirty = true;
+    w.call_tool("set_restaurant_status", args).await.map(drop)
+}
+
+/// Every restaurant template the server advertises, in a fresh session of the persona (kept
+/// for the reads that follow). Not applicable when the server says it has none: no resources
+/// capability in `initialize`, or -32601 for the list.
+async fn restaurant_templates(w: &mut ConformanceWorld) -> anyhow::Result<Vec<String>> {
     let mut client = w.fresh_client()?;
     let init = client.initialize().await;
     let initialized = client.is_initialized();
@@ -51,21 +154,13 @@ async fn read_through_templates(w: &mut ConformanceWorld, target: Target) -> any
         templates.extend(rules::templates(&page));
         cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
         if cursor.is_none() {
-            break;
+            return Ok(templates);
         }
     }
-    let pairs: Vec<(String, String)> = templates
-        .iter()
-        .filter_map(|t| Some((rules::fill_restaurant(t, &id)?, rules::fill_restaurant(t, ABSENT)?)))
-        .collect();
-    if pairs.is_empty() {
-        return Err(w.not_applicable("the server advertises no resource template naming a restaurant"));
-    }
-    for (uri, absent) in pairs {
-        w.rpc("resources/read", json!({ "uri": uri })).await?;
-        w.rpc("resources/read", json!({ "uri": absent })).await?;
-    }
-    Ok(())
+    Err(w.fail(
+        format!("resources/templates/list to end within {TEMPLATE_PAGES} pages"),
+        "a next cursor on every page",
+    ))
 }
 
 /// Each read of the last step refused, telling nothing of `target` but what the caller sent.
