@@ -54,6 +54,7 @@ Feature: The response envelope
     And they get the long conversation with message_limit 100
     And they get the huge transcript
     And they search the transcripts of the busy restaurant for "gluten-free"
+    And they make every write whose text could outgrow a summary, with that text at its maximum in three-byte characters
     Then every text summary and structured output seen is within the contract's sizes
 
   @ENV-4

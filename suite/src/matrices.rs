@@ -264,6 +264,21 @@ pub struct BoundRow {
     pub choice: Option<&'static str>,
 }
 
+/// How the key of a write served with its widest text ends (ENV-3, see [`bound_rows`]).
+const WIDEST: &str = "-widest";
+
+impl BoundRow {
+    /// A write served with a free text at its maximum in three-byte characters, more bytes than
+    /// ENV-3's summary may have: what a summary quoting the text, cut in characters, breaks.
+    pub fn widest_text(&self) -> bool {
+        self.expect == Expect::Served
+            && self.args[self.argument.as_str()]
+                .as_str()
+                .is_some_and(|t| t.len() > chataigne_contract::MAX_SUMMARY_BYTES)
+            && self.args["idempotency_key"].as_str().is_some_and(|k| k.ends_with(WIDEST))
+    }
+}
+
 /// Every mutation `crate::bounds::targets` finds in every tool's input schema, applied to
 /// arguments that are valid otherwise; and for read tools, each numeric, length and item-count
 /// bound met exactly (a write on the bound would change the dataset). Left out: `message_limit`
@@ -413,7 +428,7 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     && argument != "idempotency_key"
                     && let Some(key) = args.get("idempotency_key").and_then(Value::as_str)
                 {
-                    args["idempotency_key"] = json!(format!("{key}-{argument}-widest"));
+                    args["idempotency_key"] = json!(format!("{key}-{argument}{WIDEST}"));
                 }
                 rows.push(BoundRow { tool, argument, edge, args, expect, clause, choice });
             }
@@ -953,12 +968,8 @@ mod tests {
                 // create with, and a text that could outgrow ENV-3's summary (with a key of its
                 // own, into the busy restaurant the other writes use).
                 let keyed = row.argument == "idempotency_key" && tool == ToolName::CreateInstruction;
-                let widest = row.args[row.argument.as_str()]
-                    .as_str()
-                    .is_some_and(|t| t.len() > chataigne_contract::MAX_SUMMARY_BYTES)
-                    && row.args["idempotency_key"].as_str().is_some_and(|k| k.ends_with("-widest"));
                 assert!(
-                    !(tool.kind().is_write() && row.expect == Expect::Served) || keyed || widest,
+                    !(tool.kind().is_write() && row.expect == Expect::Served) || keyed || row.widest_text(),
                     "a write on a bound changes data: {}",
                     row.edge
                 );

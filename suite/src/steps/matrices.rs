@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use chataigne_contract::envelope::{self, Parsed};
 use chataigne_contract::{ErrorCode, ToolName};
-use cucumber::then;
+use cucumber::{then, when};
 use serde_json::{Value, json};
 
 use crate::client::Exchange;
@@ -607,6 +607,34 @@ async fn forward_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// Every bound of every tool's input schema filed under `clause` (`matrices::bound_rows`): past
 /// it, refused for the arguments (a validation error, or MCP's -32602; for an ID, an access
 /// refusal too); on it, for reads, served.
+/// ENV-3: every write whose free text could outgrow a summary, served with that text at its
+/// maximum in three-byte characters (`BoundRow::widest_text`), with a key of this step's own; the
+/// summaries are judged like every answer's.
+#[when(
+    "they make every write whose text could outgrow a summary, with that text at its maximum in three-byte characters"
+)]
+async fn widest_writes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows: Vec<_> = matrices::bound_rows(w.dataset()).into_iter().filter(|r| r.widest_text()).collect();
+    if rows.is_empty() {
+        return Err(w.fail("a write whose text can outgrow 4 KiB", "none derived from the contract"));
+    }
+    let persona = w.persona()?.to_owned();
+    let calls = rows
+        .iter()
+        .map(|r| {
+            let mut args = r.args.clone();
+            let key = args["idempotency_key"].as_str().unwrap_or_default().to_owned();
+            args["idempotency_key"] = json!(format!("{key}-env3"));
+            RowCall { persona: persona.clone(), tool: r.tool.as_str().to_owned(), args, id: None }
+        })
+        .collect();
+    w.dirty = true;
+    for answer in call_rows(w, calls).await? {
+        record_row(w, &persona, answer)?;
+    }
+    Ok(())
+}
+
 #[then(regex = r"^every input bound filed under ([A-Z]+-[0-9]+) is refused past it and served on it$")]
 async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Result<()> {
     let rows: Vec<_> = matrices::bound_rows(w.dataset()).into_iter().filter(|r| r.clause == clause).collect();
