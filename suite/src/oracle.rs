@@ -77,12 +77,38 @@ pub const FREEDOMS: &[Freedom] = &[
         seed: "Conservez request_id pour signaler un problème.",
     },
     Freedom {
+        name: "a new restaurant's status",
+        // Applied to created records only (`without_initial_status`): a restaurant's status is
+        // compared everywhere else.
+        members: |_| false,
+        treatment: Treatment::Ignored,
+        seed: "(silent: « création de restaurant » takes no status, and the seed names none for a new restaurant)",
+    },
+    Freedom {
         name: "texts",
         members: |m| matches!(m, "text" | "message" | "summary"),
         treatment: Treatment::Ignored,
         seed: "Les outils renvoient un court texte lisible et des données structurées ; textes de messages client […] ne sont jamais envoyés aux logs",
     },
 ];
+
+/// `value` without the status of any restaurant in it (an object with `organization_id` and
+/// `timezone`, the contract's restaurant): the freedom "a new restaurant's status" for the records
+/// a scenario created, whose later status follows from that first one.
+fn without_initial_status(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let restaurant = map.contains_key("organization_id") && map.contains_key("timezone");
+            map.iter()
+                .filter(|(k, _)| !(restaurant && k.as_str() == "status"))
+                .map(|(k, v)| (k.clone(), without_initial_status(v)))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        }
+        Value::Array(items) => items.iter().map(without_initial_status).collect::<Vec<_>>().into(),
+        other => other.clone(),
+    }
+}
 
 /// A record's ID or a reference to one (`request_id` is a call's, its own freedom).
 fn is_id_member(member: &str) -> bool {
@@ -726,7 +752,12 @@ impl Reference {
                 let Answer::Success { data, .. } = answer else { return notes };
                 let sent = shadow.ids.to_reference(args);
                 if let Answer::Success { data: reference, replayed } = self.call(persona, tool, &sent).await {
-                    let diffs = compare(data, &reference, &mut shadow.ids, !replayed);
+                    let diffs = compare(
+                        &without_initial_status(data),
+                        &without_initial_status(&reference),
+                        &mut shadow.ids,
+                        !replayed,
+                    );
                     let what = format!("the answer of {tool}");
                     notes.push(note(shadow, CREATED_CLAUSE, &what, diffs, data, &reference));
                 }
@@ -747,7 +778,12 @@ impl Reference {
                 for (id, record) in found {
                     let Some(paired) = shadow.ids.to_reference.get(&id).cloned() else { continue };
                     let Some(theirs) = find_by_id(&reference, &paired) else { continue };
-                    let diffs = compare(&record, theirs, &mut shadow.ids, false);
+                    let diffs = compare(
+                        &without_initial_status(&record),
+                        &without_initial_status(theirs),
+                        &mut shadow.ids,
+                        false,
+                    );
                     let what = format!("record {id} as {tool} answers it");
                     notes.push(note(shadow, CREATED_CLAUSE, &what, diffs, &record, theirs));
                 }

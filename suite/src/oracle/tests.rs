@@ -151,3 +151,15 @@ fn a_rerun_is_compared_from_the_state_observed_and_a_stale_read_is_found() {
     let notes = after(&mut shadow, "list_orders", list, "preparing");
     assert!(notes[0].difference.as_deref().is_some_and(|d| d.contains("listed under status")), "{notes:?}");
 }
+
+#[test]
+fn a_created_restaurants_status_is_free_and_no_other_status_is() {
+    use super::without_initial_status;
+    let created = |status: &str| json!({"restaurant": {"id": "rst_new", "organization_id": "org_maison", "timezone": "Europe/Paris", "status": status}});
+    let (target, reference) = (created("paused"), created("open"));
+    check(without_initial_status(&target), without_initial_status(&reference), false, 0);
+    // Everywhere else a status is compared: an order's, and a restaurant's outside that path.
+    check(target, reference, false, 1);
+    let order = |status: &str| json!({"order": {"id": "ord_1", "status": status}});
+    check(without_initial_status(&order("accepted")), without_initial_status(&order("received")), false, 1);
+}

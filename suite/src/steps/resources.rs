@@ -40,11 +40,7 @@ async fn read_through_templates(w: &mut ConformanceWorld, target: Target) -> any
 /// every restaurant template the server advertises (each read after the change).
 #[when("they read it back through every restaurant resource template the server lists")]
 async fn read_created(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let id = w
-        .saved
-        .get(CREATED)
-        .cloned()
-        .ok_or_else(|| anyhow::anyhow!("no restaurant was created and changed"))?;
+    let id = saved(w, CREATED)?;
     let templates = restaurant_templates(w).await?;
     let uris: Vec<String> = templates.iter().filter_map(|t| rules::fill_restaurant(t, &id)).collect();
     if uris.is_empty() {
@@ -61,13 +57,8 @@ async fn read_created(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// the restaurant shows nothing to compare (not applicable once every read is such).
 #[then("every read shows the restaurant in the status its change left")]
 async fn reads_show_status(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let id = w
-        .saved
-        .get(CREATED)
-        .cloned()
-        .ok_or_else(|| anyhow::anyhow!("no restaurant was created and changed"))?;
-    let want =
-        w.saved.get(CHANGED_TO).cloned().ok_or_else(|| anyhow::anyhow!("no status change was made"))?;
+    let id = saved(w, CREATED)?;
+    let want = saved(w, CHANGED_TO)?;
     let reads: Vec<_> = w.history.iter().filter(|ex| ex.method == "resources/read").cloned().collect();
     if reads.is_empty() {
         return Err(anyhow::anyhow!("no resource was read: start with a read through the templates"));
@@ -91,6 +82,11 @@ async fn reads_show_status(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         return Err(w.not_applicable("no resource read states the restaurant's status"));
     }
     Ok(())
+}
+
+/// What an earlier step of the scenario saved: the change step comes first.
+fn saved(w: &ConformanceWorld, what: &str) -> anyhow::Result<String> {
+    w.saved.get(what).cloned().ok_or_else(|| anyhow::anyhow!("no restaurant was created and changed"))
 }
 
 /// What `saved` keeps of the restaurant the scenario created and changed.
