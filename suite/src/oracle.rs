@@ -96,18 +96,21 @@ pub const FREEDOMS: &[Freedom] = &[
 /// `timezone`, the contract's restaurant): the freedom "a new restaurant's status" for the records
 /// a scenario created, whose later status follows from that first one.
 fn without_initial_status(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let restaurant = map.contains_key("organization_id") && map.contains_key("timezone");
-            map.iter()
-                .filter(|(k, _)| !(restaurant && k.as_str() == "status"))
-                .map(|(k, v)| (k.clone(), without_initial_status(v)))
-                .collect::<serde_json::Map<_, _>>()
-                .into()
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                if map.contains_key("organization_id") && map.contains_key("timezone") {
+                    map.remove("status");
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
         }
-        Value::Array(items) => items.iter().map(without_initial_status).collect::<Vec<_>>().into(),
-        other => other.clone(),
     }
+    let mut value = value.clone();
+    strip(&mut value);
+    value
 }
 
 /// A record's ID or a reference to one (`request_id` is a call's, its own freedom).

@@ -256,7 +256,7 @@ where
                 extras.timing = Some(timing);
             }
             if let Err(e) = reset {
-                panic!("resetting the server after the scenario failed: {e:#}");
+                panic!("resetting the server (or restoring a membership) after the scenario failed: {e:#}");
             }
         }
         .boxed_local()

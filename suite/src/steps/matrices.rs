@@ -984,7 +984,7 @@ async fn deadline_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     // Every pass's arguments first: finding an order lists orders, which will be slowed. A keyed
     // write gets a key per pass; the restaurant's status goes back and forth (pass 1 sets it).
     let mut passes = Vec::new();
-    for (pass, _) in PASSES.iter().enumerate() {
+    for pass in 0..PASSES.len() {
         let mut calls = Vec::new();
         for row in &rows {
             calls.push(match &row.args {
