@@ -477,6 +477,30 @@ impl McpClient {
         ex
     }
 
+    /// A plain GET of a document at `url` (the protected resource metadata), no token sent: the
+    /// answer's body read as the other answers' are (bounded), a JSON one parsed as `message`.
+    /// The caller checks that `url` is on the endpoint's origin first.
+    pub async fn get_document(&mut self, url: &str) -> Exchange {
+        let Link::Http(http) = &self.link else {
+            return Exchange::without_answer(self, "GET", "Streamable HTTP only");
+        };
+        let started = Instant::now();
+        let send = http.get(url).header("accept", "application/json").send();
+        let outcome = match tokio::time::timeout(self.timeout, async {
+            read_response(send.await.map_err(|e| describe_reqwest(&e))?, None).await
+        })
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
+        };
+        let mut ex = Exchange::without_answer(self, "GET", "");
+        ex.url = url.to_owned();
+        ex.outcome = outcome;
+        ex.elapsed = started.elapsed();
+        ex
+    }
+
     /// One line to the server process; the answer is the line carrying the request's id.
     async fn send_stdio(&mut self, method: &str, body: Vec<u8>, rpc_id: Option<u64>) -> Exchange {
         let request_bytes = body.len();

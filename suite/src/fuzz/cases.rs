@@ -43,6 +43,8 @@ pub enum Replay {
     Expiry(ExpiryCase),
     /// A burst until refused for the rate, and the pairs that must not be slowed (`rates`).
     Rates(RateCase),
+    /// A row of the bounds matrix (`rows`).
+    Bound(BoundCase),
 }
 
 /// Rows by the first check they fail (AUTH-8's order), or allowed: one property each, so a
@@ -216,4 +218,14 @@ pub struct RateCase {
     pub others: Vec<(String, String, Value)>,
     /// Calls of the pair the run made before the burst.
     pub prior: u64,
+}
+
+/// A row of the bounds matrix (`matrices::bound_rows`), found again by tool and edge: what it
+/// expects and its clause are the matrix's, not the transcript's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundCase {
+    pub tool: String,
+    pub edge: String,
+    /// The row's arguments, in the server's IDs.
+    pub args: Value,
 }

@@ -26,6 +26,7 @@ pub mod races;
 pub mod rates;
 pub mod replay;
 pub mod report;
+pub mod rows;
 pub mod schema;
 pub mod sequences;
 pub mod strategy;
@@ -95,6 +96,8 @@ enum Prop {
     Expiry,
     /// The two date ranges past LIM-1's rule, on every tool with a range.
     Ranges,
+    /// Every row of the bounds matrix, once (`rows`).
+    Bounds,
 }
 
 impl Prop {
@@ -114,6 +117,7 @@ impl Prop {
                 | Prop::Burst
                 | Prop::Race
                 | Prop::Ranges
+                | Prop::Bounds
         )
     }
 }
@@ -211,7 +215,7 @@ impl Engine<'_> {
         props.extend(bounds.into_iter().map(|(_, p)| p));
         // The largest records, other personas' cursors and the races after the bounds too:
         // a few calls each, once.
-        props.extend([Prop::Largest, Prop::Carried, Prop::Ranges]);
+        props.extend([Prop::Largest, Prop::Carried, Prop::Ranges, Prop::Bounds]);
         if self.writes {
             // The clock last: it stays advanced by a day.
             props.extend([
@@ -266,6 +270,7 @@ impl Engine<'_> {
                 // Its probes are not drawn: a key of its own, apart from both counts.
                 Prop::Transport => 3 << 32,
                 Prop::Ranges => 4 << 32,
+                Prop::Bounds => 5 << 32,
                 Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
                     counts.1 += 1;
                     (1 << 32) + counts.1
@@ -339,6 +344,7 @@ impl Engine<'_> {
                     Prop::Faults => races::faults(self, rng, None),
                     Prop::Expiry => races::expiry(self, rng, None),
                     Prop::Ranges => self.ranges(rng),
+                    Prop::Bounds => rows::run(self, rng, None),
                 };
             }
             if self.caller.meter.borrow().calls == before {

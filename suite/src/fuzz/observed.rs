@@ -26,6 +26,8 @@ pub enum Why {
     NoSession,
     /// A sequence's first call failed, so the calls it leads to were not sent.
     FirstCallFailed,
+    /// A server lists more resources and prompts than a probe reads: the rest is not proven.
+    TooManyEntries,
 }
 
 /// One reason calls or probes were not judged, and how often it happened.

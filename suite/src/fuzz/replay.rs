@@ -14,7 +14,7 @@ use super::cases::Replay;
 use super::engine::{Engine, rng};
 use super::observed::PERSONA;
 use super::transcript::Transcript;
-use super::{access, races, rates, sequences, transport};
+use super::{access, races, rates, rows, sequences, transport};
 use crate::profile::Profile;
 
 /// Calls a replay may make at most: a cursor walk is the longest (20 pages and the tampered one).
@@ -134,6 +134,9 @@ pub fn run(
         }
         Replay::Rates(case) => {
             rates::run(&engine, Some(case));
+        }
+        Replay::Bound(case) => {
+            rows::run(&engine, rng, Some(case));
         }
     }
     if writes

@@ -371,6 +371,13 @@ fn between(t: &Transcript, _step: &Step) -> Vec<String> {
 fn outcome(t: &Transcript) -> Vec<String> {
     let then = |s: &str| format!("    Then {s}");
     let and = |s: &str| format!("    And {s}");
+    if let Replay::Bound(_) = &t.replay {
+        // The matrix's step for the clause holds this row with the others.
+        return vec![then(&format!(
+            "every input bound filed under {} is refused past it and served on it",
+            t.clause
+        ))];
+    }
     let refused = matches!(&t.replay, Replay::Call { case, .. } if case.target.is_some());
     if let (Replay::UnknownTool(_), "PROTO-2") = (&t.replay, t.clause.as_str()) {
         return vec![then("the answer is the JSON-RPC error -32602")];

@@ -6,6 +6,8 @@
 //! A probe is named (`id "7"`, `origin null`, …): the name is its replay case, and the
 //! scenario a finding's `.feature` holds is made of the steps that state the same rule.
 
+mod surfaces;
+
 use chataigne_contract::PROTOCOL_VERSIONS;
 use proptest::strategy::{Just, Strategy as _};
 use serde_json::{Value, json};
@@ -42,7 +44,9 @@ const UNKNOWN_METHOD: &str = "orders/teleport";
 /// `protocol.feature`'s body that is not JSON: a request cut before its closing brace.
 const NOT_JSON: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list""#;
 /// LIM-7: 1 MiB is read, a byte more is refused with 413.
-const MAX_BODY: usize = 1_048_576;
+const MAX_BODY: usize = chataigne_contract::MAX_BODY_BYTES;
+/// A body probe sent chunked, without a Content-Length.
+const BODY_CHUNKED: &str = " chunked";
 
 /// One of the catalogue's rules on every tool of `tools/list` (`rules::catalogue`).
 struct CatalogueRule {
@@ -106,6 +110,7 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(CATALOGUE_RULES.iter().map(|r| format!("catalogue {}", r.name)));
     out.push(format!("method {UNKNOWN_METHOD}"));
     if !http {
+        out.extend(surfaces::probes(engine, http));
         return out;
     }
     out.push(format!("version header {UNSUPPORTED}"));
@@ -122,9 +127,15 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     if engine.caller.can_call_as("other_audience") {
         out.push("other audience".to_owned());
     }
-    out.extend([format!("body {}", MAX_BODY + 1), format!("body {MAX_BODY}")]);
+    // LIM-7 on both framings (`crate::edges::BODY_EDGES`): a server that checks only the
+    // Content-Length serves a chunked body of any size.
+    out.extend(crate::edges::BODY_EDGES.iter().map(|e| {
+        let framing = if e.chunked { BODY_CHUNKED } else { "" };
+        format!("body {}{framing}", e.bytes)
+    }));
     out.extend(["jsonrpc missing", "jsonrpc 1.0", "params missing", "extra member"].map(str::to_owned));
     out.push("not json".to_owned());
+    out.extend(surfaces::probes(engine, http));
     out
 }
 
@@ -256,6 +267,9 @@ fn judged_choice(
 }
 
 fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
+    if let Some(judged) = surfaces::judge(engine, name) {
+        return judged;
+    }
     let ctx = engine.caller.ctx;
     let restaurant = ctx.id_map.to_server(&ctx.dataset.landmarks.busy_restaurant);
     if let Some(id) = name.strip_prefix("id ") {
@@ -391,11 +405,15 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         let ex = send(engine, client.initialize());
         return judged("AUTH-2", "initialize", ex.clone(), rules::bearer_challenge(&ex).map(drop));
     }
-    if let Some(size) = name.strip_prefix("body ").and_then(|s| s.parse::<usize>().ok()) {
+    if let Some((size, chunked)) = body_probe(name) {
         let Some(mut client) = session(engine, name) else { return Vec::new() };
         let id = client.take_id();
         let Ok(bytes) = rules::sized_tools_call(id, &restaurant, size) else { return Vec::new() };
-        let mut ex = send(engine, client.post_raw(bytes, Some(id), &[]));
+        let mut ex = if chunked {
+            send(engine, client.post_raw_chunked(bytes, Some(id)))
+        } else {
+            send(engine, client.post_raw(bytes, Some(id), &[]))
+        };
         ex.tool = Some("search_transcripts".to_owned());
         let rule = if size > MAX_BODY {
             rules::status_is(&ex, 413)
@@ -423,6 +441,16 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     Vec::new()
 }
 
+/// A body probe's size, and whether it is sent chunked.
+fn body_probe(name: &str) -> Option<(usize, bool)> {
+    let rest = name.strip_prefix("body ")?;
+    let (size, chunked) = match rest.strip_suffix(BODY_CHUNKED) {
+        Some(size) => (size, true),
+        None => (rest, false),
+    };
+    Some((size.parse().ok()?, chunked))
+}
+
 /// A probe on a tools/call: the header it sends and its value.
 fn on_call(name: &str) -> Option<(&'static str, &str)> {
     if let Some(origin) = name.strip_prefix(ORIGIN_CALL) {
@@ -434,6 +462,9 @@ fn on_call(name: &str) -> Option<(&'static str, &str)> {
 /// The steps of the scenario that states a probe's rule (after `Given the persona`, which the
 /// probe's persona decides), for a finding's `.feature`.
 pub fn scenario(name: &str) -> Vec<String> {
+    if let Some(steps) = surfaces::scenario(name) {
+        return steps;
+    }
     let given = |p: &str| format!("    Given the persona \"{p}\"");
     let owner = given(PERSONA);
     let s = |t: &str| format!("    {t}");
@@ -565,7 +596,15 @@ pub fn scenario(name: &str) -> Vec<String> {
             s("Then the answer is HTTP 401 with a bearer challenge naming the resource metadata"),
         ];
     }
-    if let Some(size) = name.strip_prefix("body ").and_then(|s| s.parse::<usize>().ok()) {
+    if let Some((size, chunked)) = body_probe(name) {
+        if chunked {
+            return vec![
+                owner,
+                s(
+                    "Then every request body on and past 1 MiB is read or refused with 413, with a Content-Length or chunked without one",
+                ),
+            ];
+        }
         let mut out =
             vec![owner, s(&format!("When they send a tools/call request whose body is {size} bytes long"))];
         if size > MAX_BODY {

@@ -54,6 +54,34 @@ pub fn probe_finding(ex: &Exchange, probe: &Probe) -> Option<String> {
     })
 }
 
+/// What one exchange of a walk of every surface (`tools/list` … `prompts/get`, the probes)
+/// breaks, judged by what `init`, the session's `initialize`, advertised: the expectation it
+/// misses, `None` when it holds or is no surface's.
+pub fn finding(init: &Exchange, ex: &Exchange) -> Option<String> {
+    match ex.method.as_str() {
+        "resources/read" => read_finding(ex, &sent_param(ex, "uri")),
+        "prompts/get" => prompt_finding(ex, &sent_param(ex, "name")),
+        method => {
+            if let Some(probe) = PROBES.iter().find(|p| p.method == method) {
+                return probe_finding(ex, probe);
+            }
+            let surface = LISTS.iter().find(|s| s.method == method)?;
+            match advertised(init, surface.capability) {
+                Some(advertised) => list_finding(ex, surface, advertised),
+                None => Some("initialize to answer with a result".to_owned()),
+            }
+        }
+    }
+}
+
+/// The `params` member `name` of a request, read back from the recorded body.
+pub fn sent_param(ex: &Exchange, name: &str) -> String {
+    serde_json::from_str::<Value>(&ex.request_body)
+        .ok()
+        .and_then(|b| b.pointer(&format!("/params/{name}")).and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default()
+}
+
 /// Whether `initialize`'s result advertises `capability`; `None` without a result.
 pub fn advertised(initialize: &Exchange, capability: &str) -> Option<bool> {
     let result = initialize.result()?;

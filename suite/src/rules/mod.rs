@@ -3,6 +3,7 @@
 //! it makes (`fuzz`), and both reach the same verdict on the same answers. `transport` holds
 //! the transport's and the JSON-RPC envelope's.
 
+pub mod bounds;
 pub mod capabilities;
 pub mod catalogue;
 pub mod cursors;

@@ -7,6 +7,12 @@ use serde_json::Value;
 
 use crate::client::Exchange;
 
+/// A restaurant ID no dataset has: its read is what a refusal of a foreign one must look like.
+pub const ABSENT_RESTAURANT: &str = "rst_doesnotexist";
+
+/// At most this many pages of `resources/templates/list` are walked.
+pub const TEMPLATE_PAGES: usize = 20;
+
 /// Whether `initialize`'s result advertises the resources capability; `None` when the answer
 /// is no result at all (nothing proven either way).
 pub fn advertises_resources(initialize: &Exchange) -> Option<bool> {
@@ -97,6 +103,15 @@ pub fn templates(page: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// What only a restaurant of the dataset tells of itself: its name, its creation time, its
+/// organization's name ([`refused_without_leak`]'s secrets). Empty for an ID the dataset lacks.
+pub fn restaurant_secrets(dataset: &chataigne_contract::dataset::Dataset, id: &str) -> Vec<String> {
+    let Some(restaurant) = dataset.restaurants.iter().find(|r| r.id == id) else { return Vec::new() };
+    let organization =
+        dataset.organizations.iter().find(|o| o.id == restaurant.organization_id).map(|o| o.name.clone());
+    vec![restaurant.name.clone(), restaurant.created_at.clone(), organization.unwrap_or_default()]
 }
 
 /// A read of a resource the caller may not see: refused with a JSON-RPC error (resource not

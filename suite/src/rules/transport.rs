@@ -166,6 +166,33 @@ pub fn empty_result(ex: &Exchange) -> Rule {
     }
 }
 
+/// AUTH-1: the protected resource metadata names its resource, at least one authorization
+/// server and every scope of the contract (§7). What it lacks, when it does.
+pub fn metadata_content(doc: &Value) -> Result<(), String> {
+    let servers = doc.get("authorization_servers").and_then(Value::as_array).map_or(0, Vec::len);
+    let scopes: Vec<&str> = doc
+        .get("scopes_supported")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let missing: Vec<&str> =
+        chataigne_contract::tools::SCOPES.iter().copied().filter(|s| !scopes.contains(s)).collect();
+    if servers > 0 && missing.is_empty() && doc.get("resource").is_some() {
+        return Ok(());
+    }
+    Err(format!(
+        "{servers} authorization servers, scopes missing: [{}], document {}",
+        missing.join(", "),
+        crate::client::compact(doc, 600)
+    ))
+}
+
+/// What [`metadata_content`] expects, as a finding states it.
+pub const METADATA_CONTENT: &str =
+    "resource, authorization_servers (at least one) and scopes_supported (every scope of §7)";
+
 /// RFC 9728 §3.3: the metadata's `resource` is the protected resource's identifier, the MCP
 /// endpoint's own URL (compared as URLs: scheme and host case, a default port). What it names
 /// instead, when it does not.

@@ -6,7 +6,6 @@
 use anyhow::anyhow;
 use chataigne_contract::ToolName;
 use chataigne_contract::envelope::{self, Parsed};
-use chataigne_contract::tools::SCOPES;
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
@@ -144,27 +143,8 @@ async fn fetch_metadata(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then("the metadata names an authorization server and every scope of the contract")]
 async fn metadata_content(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let doc = w.document.as_ref().ok_or_else(|| anyhow!("no metadata fetched yet"))?;
-    let servers = doc.get("authorization_servers").and_then(Value::as_array).map_or(0, Vec::len);
-    let scopes: Vec<&str> = doc
-        .get("scopes_supported")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let missing: Vec<&str> = SCOPES.iter().copied().filter(|s| !scopes.contains(s)).collect();
-    if servers > 0 && missing.is_empty() && doc.get("resource").is_some() {
-        return Ok(());
-    }
-    Err(w.fail_about(
-        None,
-        "resource, authorization_servers (at least one) and scopes_supported (every scope of §7)",
-        format!(
-            "{servers} authorization servers, scopes missing: [{}], document {}",
-            missing.join(", "),
-            crate::client::compact(doc, 600)
-        ),
-    ))
+    crate::rules::transport::metadata_content(doc)
+        .map_err(|got| w.fail_about(None, crate::rules::transport::METADATA_CONTENT, got))
 }
 
 /// RFC 9728 §3.3: a client must refuse metadata whose `resource` is not the URL it reached.

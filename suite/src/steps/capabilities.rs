@@ -6,7 +6,6 @@
 use cucumber::{then, when};
 use serde_json::{Value, json};
 
-use crate::client::Exchange;
 use crate::rules::capabilities::{self as rules, LISTS, PROBES};
 use crate::world::{ConformanceWorld, MAX_WALK_PAGES};
 
@@ -72,14 +71,6 @@ async fn ask_everything(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `params` of a request the step sent, read back from the recorded body.
-fn sent_param(ex: &Exchange, name: &str) -> String {
-    serde_json::from_str::<Value>(&ex.request_body)
-        .ok()
-        .and_then(|b| b.pointer(&format!("/params/{name}")).and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_default()
-}
-
 #[then("each capability it advertises is served, and nothing it serves is unadvertised")]
 async fn advertised_is_served(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let init = w
@@ -88,21 +79,7 @@ async fn advertised_is_served(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         .rfind(|ex| ex.method == "initialize")
         .ok_or_else(|| anyhow::anyhow!("no session was started: start with asking for every list"))?;
     for ex in &w.history {
-        let finding = match ex.method.as_str() {
-            "resources/read" => rules::read_finding(ex, &sent_param(ex, "uri")),
-            "prompts/get" => rules::prompt_finding(ex, &sent_param(ex, "name")),
-            method if PROBES.iter().any(|p| p.method == method) => {
-                PROBES.iter().find(|p| p.method == method).and_then(|p| rules::probe_finding(ex, p))
-            }
-            method => match LISTS.iter().find(|s| s.method == method) {
-                Some(surface) => match rules::advertised(init, surface.capability) {
-                    Some(advertised) => rules::list_finding(ex, surface, advertised),
-                    None => Some("initialize to answer with a result".to_owned()),
-                },
-                None => None,
-            },
-        };
-        if let Some(expected) = finding {
+        if let Some(expected) = rules::finding(init, ex) {
             return Err(w.fail_about(Some(ex), expected, ex.summary()));
         }
     }

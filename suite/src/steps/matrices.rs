@@ -47,14 +47,9 @@ impl Misses {
     }
 }
 
-/// The last call's outcome in a few words: `success`, the tool error's code, or what came.
+/// The last call's outcome in a few words (`rules::bounds::outcome`).
 fn outcome(w: &ConformanceWorld) -> String {
-    let Ok(ex) = w.last() else { return "no answer".to_owned() };
-    match ex.structured().map(envelope::parse) {
-        Some(Ok(Parsed::Success { .. })) if !ex.is_error() => "success".to_owned(),
-        Some(Ok(Parsed::Error(body))) => body.code.as_str().to_owned(),
-        _ => ex.summary(),
-    }
+    w.last().map_or_else(|_| "no answer".to_owned(), crate::rules::bounds::outcome)
 }
 
 fn error_code(w: &ConformanceWorld) -> Option<String> {
@@ -671,10 +666,7 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
         if held {
             continue;
         }
-        let want = match row.expect {
-            matrices::Expect::Refused => "refused",
-            matrices::Expect::Served => "served",
-        };
+        let want = crate::rules::bounds::expected(row);
         let what = format!("{} with {}: {} (expected {want})", row.tool.as_str(), row.edge, outcome(w));
         match seed_or_choice(w, row) {
             Some(choice) => differences.push((choice, what)),
@@ -697,35 +689,14 @@ async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Resul
     misses.verdict(w, rows.len(), &format!("every input bound under {clause} held at its edge"))
 }
 
-/// The reference choice a bound row checks, if the seed level does not hold this server to it:
-/// the row's own (a repeated item), or, for a PROTO-3 refusal, a bound of the contract's schema
-/// that the input schema the server publishes does not state (`contract-input-schemas`).
-/// `None`: the row is a seed rule for this server.
+/// The reference choice a bound row checks, if the seed level does not hold this server to it.
 fn seed_or_choice(w: &ConformanceWorld, row: &matrices::BoundRow) -> Option<&'static str> {
-    if let Some(choice) = row.choice {
-        return Some(choice);
-    }
-    let own_schema_refuses = w.ctx().published.refuses(row.tool.as_str(), &row.args);
-    (row.clause == "PROTO-3" && row.expect == matrices::Expect::Refused && own_schema_refuses == Some(false))
-        .then_some("contract-input-schemas")
+    crate::rules::bounds::choice(row, w.ctx().published.refuses(row.tool.as_str(), &row.args))
 }
 
-/// Whether the last answer is what `row` expects: past the bound, refused for the arguments (a
-/// validation error or MCP's -32602); on it, served.
+/// Whether the last answer is what `row` expects (`rules::bounds::held`).
 fn bound_held(w: &ConformanceWorld, row: &matrices::BoundRow) -> anyhow::Result<bool> {
-    let category = error_category(w);
-    let category = category.as_deref();
-    let ex = w.last()?;
-    let invalid_params = ex.rpc_error().and_then(|e| e.get("code")).and_then(Value::as_i64) == Some(-32602);
-    // A broken ID is also what the access checks look up: a server that checks access before
-    // the input schema (AUTH-8's order is the reference's choice) refuses it as forbidden or
-    // not found, which refuses it all the same.
-    let access_refusal =
-        row.argument.ends_with("_id") && matches!(category, Some("authorization" | "not_found"));
-    Ok(match row.expect {
-        matrices::Expect::Refused => category == Some("validation") || invalid_params || access_refusal,
-        matrices::Expect::Served => outcome(w) == "success",
-    })
+    Ok(crate::rules::bounds::held(row, w.last()?))
 }
 
 /// The id kinds a loose implementation gets wrong on a refusal it builds itself (JSON-RPC 2.0

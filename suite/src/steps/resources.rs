@@ -10,11 +10,10 @@ use crate::rules::resources as rules;
 use crate::steps::params::Target;
 use crate::world::ConformanceWorld;
 
-/// At most this many pages of `resources/templates/list`.
-const TEMPLATE_PAGES: usize = 20;
+use rules::TEMPLATE_PAGES;
 
 /// A restaurant ID no dataset has: its read is what a refusal of a foreign one must look like.
-const ABSENT: &str = "rst_doesnotexist";
+const ABSENT: &str = rules::ABSENT_RESTAURANT;
 
 /// Every restaurant template the server advertises, filled with the target's ID and then with
 /// [`ABSENT`]'s, each read as the current persona (the pairs side by side in `history`).
@@ -163,15 +162,10 @@ async fn restaurant_templates(w: &mut ConformanceWorld) -> anyhow::Result<Vec<St
 #[then(expr = "every read is refused and tells nothing of {target}")]
 async fn reads_refused(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let id = w.landmark(&target)?;
-    let dataset = w.dataset();
-    let restaurant = dataset
-        .restaurants
-        .iter()
-        .find(|r| r.id == id)
-        .ok_or_else(|| anyhow::anyhow!("{id} is not a restaurant of the dataset"))?;
-    let organization =
-        dataset.organizations.iter().find(|o| o.id == restaurant.organization_id).map(|o| o.name.clone());
-    let secrets = [restaurant.name.clone(), restaurant.created_at.clone(), organization.unwrap_or_default()];
+    let secrets = rules::restaurant_secrets(w.dataset(), &id);
+    if secrets.is_empty() {
+        anyhow::bail!("{id} is not a restaurant of the dataset");
+    }
     let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
     let reads: Vec<_> = w.history.iter().filter(|ex| ex.method == "resources/read").collect();
     if reads.is_empty() {
