@@ -164,6 +164,11 @@ impl IdPairs {
     pub fn created(&self, target_id: &str) -> bool {
         self.to_reference.contains_key(target_id)
     }
+
+    /// Whether the scenario created any record.
+    pub fn any_created(&self) -> bool {
+        !self.to_reference.is_empty()
+    }
 }
 
 /// Every difference between the target's `data` and the reference's, up to [`FREEDOMS`]. Only
@@ -254,8 +259,9 @@ pub fn redacted(v: &Value) -> Value {
 /// What a tools/call came back with, as far as state is concerned.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
-    /// A success: its `data` (in dataset IDs) and whether it said it was a replay.
-    Success { data: Value, replayed: bool },
+    /// A success: its `data` (in dataset IDs), whether it said it was a replay, and whether it
+    /// is the whole of what it lists (no `meta.next_cursor`, not `meta.truncated`).
+    Success { data: Value, replayed: bool, complete: bool },
     /// A tool error that by the contract changed nothing (validation, authorization,
     /// not_found, conflict, rate_limit).
     Refused,
@@ -280,6 +286,8 @@ impl Answer {
             Some(data) => Answer::Success {
                 data: inbound(data),
                 replayed: s.pointer("/meta/replayed").and_then(Value::as_bool).unwrap_or(false),
+                complete: s.pointer("/meta/next_cursor").and_then(Value::as_str).is_none_or(str::is_empty)
+                    && s.pointer("/meta/truncated").and_then(Value::as_bool) != Some(true),
             },
             None => Answer::Unknown,
         }
@@ -301,6 +309,14 @@ pub const CREATED_CLAUSE: &str = "IDEM-2";
 
 /// The keyed writes that create a record (IDEM-1's four).
 const CREATING: &[&str] = &["send_message", "create_instruction", "create_organization", "create_restaurant"];
+/// For each keyed write that creates a record, the read that lists it in the scope the write
+/// names (the scope's ID members are the write's own).
+pub const READ_BACK: &[(&str, &str)] = &[
+    ("send_message", "get_conversation"),
+    ("create_instruction", "list_instructions"),
+    ("create_organization", "list_organizations"),
+    ("create_restaurant", "list_restaurants"),
+];
 /// Reads whose answers may hold records a scenario created.
 const READS_OF_CREATED: &[&str] =
     &["get_conversation", "list_instructions", "list_organizations", "list_restaurants", "get_restaurant"];
@@ -370,7 +386,7 @@ impl Shadow {
         if ex.is_error() {
             return;
         }
-        let seen = Answer::Success { data: Value::Null, replayed: false };
+        let seen = Answer::Success { data: Value::Null, replayed: false, complete: false };
         self.log(persona, tool, args, &seen, ex.request_id());
         let Some(data) = ex.structured().and_then(|s| s.get("data")) else { return };
         let one = data.get("order").into_iter();
@@ -626,7 +642,7 @@ impl Reference {
         let Some(principal) = self.principals.get(persona) else { return Answer::Unknown };
         let args = args.as_object().cloned();
         match mock_server::pipeline::call(&self.app, Some(principal), tool, args).await {
-            Ok(Ok(out)) => Answer::Success { data: out.data, replayed: out.replayed },
+            Ok(Ok(out)) => Answer::Success { data: out.data, replayed: out.replayed, complete: false },
             Ok(Err(_)) => Answer::Refused,
             Err(_) => Answer::Unknown,
         }
@@ -752,22 +768,29 @@ impl Reference {
                 }
             }
             t if CREATING.contains(&t) => {
-                let Answer::Success { data, .. } = answer else { return notes };
+                let Answer::Success { data, replayed: target_replayed, .. } = answer else { return notes };
                 let sent = shadow.ids.to_reference(args);
-                if let Answer::Success { data: reference, replayed } = self.call(persona, tool, &sent).await {
+                if let Answer::Success { data: reference, replayed, .. } =
+                    self.call(persona, tool, &sent).await
+                {
+                    // Both replaying a record made before this scenario's shadow (a rerun, a
+                    // shrink's second try): the two stand for each other from here on.
                     let diffs = compare(
                         &without_initial_status(data),
                         &without_initial_status(&reference),
                         &mut shadow.ids,
-                        !replayed,
+                        !replayed || *target_replayed,
                     );
                     let what = format!("the answer of {tool}");
                     notes.push(note(shadow, CREATED_CLAUSE, &what, diffs, data, &reference));
                 }
             }
             t if READS_OF_CREATED.contains(&t) => {
-                let Answer::Success { data, .. } = answer else { return notes };
-                if args.get("cursor").is_some() || !holds_created(data, &shadow.ids) {
+                let Answer::Success { data, complete, .. } = answer else { return notes };
+                // A complete answer is read for what it lacks too (over stdio a persona's own
+                // process sees only its own writes: not there).
+                let omissions = *complete && !per_persona && shadow.ids.any_created();
+                if args.get("cursor").is_some() || !(omissions || holds_created(data, &shadow.ids)) {
                     return notes;
                 }
                 let sent = shadow.ids.to_reference(args);
@@ -789,6 +812,23 @@ impl Reference {
                     );
                     let what = format!("record {id} as {tool} answers it");
                     notes.push(note(shadow, CREATED_CLAUSE, &what, diffs, &record, theirs));
+                }
+                // A record the scenario created that the reference lists here is listed by a
+                // target whose answer is the whole list too: a write every read must show.
+                if omissions {
+                    let listed = listed_ids(data);
+                    let missing: Vec<String> = listed_ids(&reference)
+                        .into_iter()
+                        .filter_map(|r| shadow.ids.to_target.get(&r).cloned())
+                        .filter(|t| !listed.contains(t))
+                        .map(|t| {
+                            format!(
+                                "record {t}, which the scenario created and the reference lists, is missing"
+                            )
+                        })
+                        .collect();
+                    let what = format!("the whole list {tool} answers");
+                    notes.push(note(shadow, CREATED_CLAUSE, &what, missing, data, &reference));
                 }
             }
             _ => {}
@@ -819,6 +859,26 @@ fn created_records(data: &Value, ids: &IdPairs, out: &mut Vec<(String, Value)>) 
         Value::Array(a) => a.iter().for_each(|v| created_records(v, ids, out)),
         _ => {}
     }
+}
+
+/// The `id` of every object of `data` that is an item of an array, at any depth: the records an
+/// answer lists.
+fn listed_ids(data: &Value) -> Vec<String> {
+    fn walk(v: &Value, listed: bool, out: &mut Vec<String>) {
+        match v {
+            Value::Object(o) => {
+                if listed && let Some(id) = o.get("id").and_then(Value::as_str) {
+                    out.push(id.to_owned());
+                }
+                o.values().for_each(|v| walk(v, false, out));
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, true, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(data, false, &mut out);
+    out
 }
 
 /// The object of `data` whose `id` is `id`, at any depth.

@@ -79,6 +79,7 @@ named_modes! {
         ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
         LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
         TerminalOrdersMovable = "terminal-orders-movable", "PRE-3", "cancelled and rejected orders can be moved back into the lifecycle";
+        CreatedInstructionUnlisted = "created-instruction-unlisted", "IDEM-2", "list_instructions leaves out the instructions created in the server's last 30 seconds (a listing index refreshed on a timer; every answer's envelope right)";
         StaleReadAfterWrite = "stale-read-after-write", "PRE-2", "get_order answers the status an order had before its last successful update (a read cache the write does not invalidate)";
         NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
         KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
@@ -429,6 +430,13 @@ impl Defects {
             let mut cache = self.1.lock().unwrap_or_else(|e| e.into_inner());
             cache.insert(oid.to_owned(), before.to_owned());
         }
+    }
+
+    /// Whether `list_instructions` leaves out a record created at `created_at` (seconds of the
+    /// server's clock `now_s`): under `created-instruction-unlisted`, the last 30 seconds'.
+    pub fn unlisted(&self, created_at: &str, now_s: i64) -> bool {
+        self.has(Defect::CreatedInstructionUnlisted)
+            && chataigne_contract::time::parse_timestamp(created_at).is_some_and(|t| now_s - t < 30)
     }
 
     /// The order `get_order` answers: under `stale-read-after-write`, the status it had before

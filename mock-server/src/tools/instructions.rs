@@ -11,7 +11,10 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     let rid = call.restaurant_id()?;
     let from = start(call)?;
     let instructions = call.app.defects.listed(&data, rid, |d| &d.instructions);
-    let items = in_order(call, instructions.as_deref(), &from).map(|(k, i)| (k.clone(), to_json(i)));
+    let now_s = call.app.clock.now_ms().div_euclid(1000);
+    let items = in_order(call, instructions.as_deref(), &from)
+        .filter(|(_, i)| !call.app.defects.unlisted(&i.created_at, now_s))
+        .map(|(k, i)| (k.clone(), to_json(i)));
     let page = take_page(call, items, super::limit(call))?;
     Ok(page_output(call, "instructions", page, &format!("instructions of {rid}")))
 }

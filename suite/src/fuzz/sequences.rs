@@ -455,6 +455,14 @@ pub fn idempotency(
             return Vec::new();
         }
         engine.caller.unjudged.judged(&what);
+        // Another write of the tool under another key first: the replay must still be this
+        // call's answer, not the tool's latest.
+        if let Some(sibling) = sibling_args(args) {
+            let Some(ex) = trail.call(tool, &sibling) else { return Vec::new() };
+            if let Some(faults) = trail.checked(tool, &sibling, &ex) {
+                return faults;
+            }
+        }
         let Some(again) = trail.call(tool, args) else { return Vec::new() };
         if let Some(faults) = trail.checked(tool, args, &again) {
             return faults;
@@ -475,20 +483,16 @@ pub fn idempotency(
             let detail = format!("{tool}: the replay carries the first call's request_id (each call gets its own)");
             return vec![trail.observed("ENV-2", detail, tool, args, &again)];
         }
+        // The created records read back where they are listed: the differential oracle holds
+        // the read to what the writes made (a record missing from a whole list, a stale one).
+        if let Some((read, read_args)) = read_back(engine, tool, args) {
+            let Some(ex) = trail.call(read, &read_args) else { return Vec::new() };
+            if let Some(faults) = trail.checked(read, &read_args, &ex) {
+                return faults;
+            }
+        }
         // Other arguments: one text member changed, the key kept.
-        let mut other = args.clone();
-        let Some(member) = ["text", "name"].into_iter().find(|m| other.get(*m).is_some_and(Value::is_string)) else {
-            return Vec::new();
-        };
-        // Its first character changed, its length kept: a value drawn on its maximum length
-        // (`strategy::string`'s edges) must stay within it, or the refusal is the length's.
-        let original = other[member].as_str().unwrap_or_default();
-        let mut chars = original.chars();
-        let changed = match chars.next() {
-            Some(first) => format!("{}{}", if first == 'x' { 'y' } else { 'x' }, chars.as_str()),
-            None => "(other)".to_owned(),
-        };
-        other[member] = json!(changed);
+        let Some((member, other)) = text_changed(args) else { return Vec::new() };
         let Some(third) = trail.call(tool, &other) else { return Vec::new() };
         if let Some(faults) = trail.checked(tool, &other, &third) {
             return faults;
@@ -504,6 +508,55 @@ pub fn idempotency(
             &third,
         )]
     })
+}
+
+/// `args` with its text member (`text` or `name`) changed in its first character, its length
+/// kept (a value drawn on its maximum length must stay within it): the member and the arguments.
+fn text_changed(args: &Value) -> Option<(&'static str, Value)> {
+    let member = ["text", "name"].into_iter().find(|m| args.get(*m).is_some_and(Value::is_string))?;
+    let mut other = args.clone();
+    other[member] = json!(first_changed(args[member].as_str().unwrap_or_default()));
+    Some((member, other))
+}
+
+fn first_changed(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => format!("{}{}", if first == 'x' { 'y' } else { 'x' }, chars.as_str()),
+        None => "(other)".to_owned(),
+    }
+}
+
+/// Another write of the same tool: its text and its key each changed in their first character.
+fn sibling_args(args: &Value) -> Option<Value> {
+    let (_, mut other) = text_changed(args)?;
+    let key = other.get("idempotency_key")?.as_str()?.to_owned();
+    other["idempotency_key"] = json!(first_changed(&key));
+    Some(other)
+}
+
+/// The read that lists what `tool` created (`oracle::READ_BACK`), with the write's scope IDs and
+/// its page size at the schema's maximum, when the server publishes it.
+fn read_back<'t>(engine: &'t Engine<'_>, tool: &str, args: &Value) -> Option<(&'t str, Value)> {
+    let read = crate::oracle::READ_BACK.iter().find(|(w, _)| *w == tool).map(|(_, r)| *r)?;
+    let t = engine.tool(read)?;
+    let props = t.schema.get("properties")?.as_object()?;
+    let required = |name: &str| {
+        t.schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|v| v == name))
+    };
+    let mut out = serde_json::Map::new();
+    for name in props.keys() {
+        match (name.as_str(), args.get(name)) {
+            (n, Some(id)) if n.ends_with("_id") => drop(out.insert(name.clone(), id.clone())),
+            (n, None) if n.ends_with("_id") && required(n) => return None,
+            ("limit", _) => drop(out.insert(name.clone(), json!(chataigne_contract::MAX_LIMIT))),
+            ("message_limit", _) => {
+                drop(out.insert(name.clone(), json!(chataigne_contract::MAX_MESSAGE_LIMIT)))
+            }
+            _ => {}
+        }
+    }
+    Some((t.name.as_str(), Value::Object(out)))
 }
 
 /// ABS-2, PRE-3, PRE-2: an order cancelled or rejected is refused (ABS-2); an order in a final

@@ -87,7 +87,7 @@ fn a_replay_must_keep_the_created_ids() {
 fn a_finding_shows_both_answers_and_the_calls_but_no_text() {
     let mut shadow = Shadow::default();
     let args = json!({"restaurant_id": "rst_1", "order_id": "ord_1", "status": "accepted", "expected_status": "received"});
-    let ok = super::Answer::Success { data: json!({}), replayed: false };
+    let ok = super::Answer::Success { data: json!({}), replayed: false, complete: false };
     shadow.log("owner", "update_order_status", &args, &ok, Some("req_abc"));
     let t = json!({"order": {"id": "ord_1", "status": "received", "notes": "kitchen note"}});
     let r = json!({"order": {"id": "ord_1", "status": "accepted", "text": "secret words"}});
@@ -127,7 +127,7 @@ fn a_rerun_is_compared_from_the_state_observed_and_a_stale_read_is_found() {
             "list_orders" => json!({ "orders": [as_json.clone()] }),
             _ => json!({ "order": as_json.clone() }),
         };
-        let answer = Answer::Success { data, replayed: false };
+        let answer = Answer::Success { data, replayed: false, complete: false };
         runtime.block_on(oracle.after(shadow, "owner", tool, &args, &answer, Some("req_test")))
     };
     let list = json!({ "restaurant_id": busy, "status": ["accepted"] });
