@@ -173,6 +173,37 @@ faults! {
     B4Idem3NormalizedArgs = "b4-idem3-normalized-args", "IDEM-3", Seed, "arguments are compared trimmed and lowercased: \"Hello\" then \"hello \" under one key is a replay";
     B4Idem5SharedAcrossUsers = "b4-idem5-shared-across-users", "IDEM-5", Seed, "keys are scoped by OAuth client and tool, not user: another user's same key replays or mismatches";
     B4Proto4AnalyticsStringCents = "b4-proto4-analytics-string-cents", "PROTO-4", Seed, "get_analytics sends its *_cents values as strings";
+    // Batch 5 (`batch5.rs`): opaque names (`b5-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B501Auth1 = "b5-01-auth1", "AUTH-1", Seed, "a 401 for a token that was sent (invalid, expired) challenges with Bearer error=\"invalid_token\" and no resource_metadata (a missing token still gets it)";
+    B502Idem1 = "b5-02-idem1", "IDEM-1", Seed, "idempotency keys are measured in grapheme clusters: 255 flag emoji (510 code points) are accepted, 4 flags (8 code points) refused";
+    B503Pag4 = "b5-03-pag4", "PAG-4", Seed, "list_conversations sorts each page by last activity while its cursor walks by created_at (pages not monotone in either)";
+    B504Proto1 = "b5-04-proto1", "PROTO-1", Seed, "initialize hands out an Mcp-Session-Id; DELETE answers 204 but the session stays usable (never 404 after it)";
+    B505Lim1 = "b5-05-lim1", "LIM-1", Seed, "get_analytics refuses 8 metrics (bound checked with <)";
+    B506Auth7 = "b5-06-auth7", "AUTH-7", Seed, "list_organizations reads memberships from the token as issued: a membership revoked since is still listed with its role";
+    B507Auth2 = "b5-07-auth2", "AUTH-2", Seed, "a token for another audience is refused on tools/call only: initialize, lists, resources, prompts and ping are served";
+    B508Pag8 = "b5-08-pag8", "PAG-8", Seed, "message_limit 100 keeps its look-ahead message: 101 messages (the cursor continues after the 101st)";
+    B509Pre2 = "b5-09-pre2", "PRE-2", Seed, "list_orders shows an order's status before its last update for 30 s (a row cache the write does not invalidate; get_order is fresh)";
+    B510Proto2 = "b5-10-proto2", "PROTO-2", Seed, "ping answers carry a numeric id as a string";
+    B511Idem6 = "b5-11-idem6", "IDEM-6", Seed, "keys expire at the same wall-clock time the next day in Europe/Paris: forgotten after 23 h across the spring change, kept 25 h across the autumn one";
+    B512Auth8 = "b5-12-auth8", "AUTH-8", Seed, "send_message checks the role after sending: a viewer is refused MCP_RESOURCE_FORBIDDEN and the message is sent";
+    B513Auth4 = "b5-13-auth4", "AUTH-4", Seed, "prompts/get names the restaurant, looked up without a membership check: a foreign one's name is shown, an absent one is -32602";
+    B514Lim2 = "b5-14-lim2", "LIM-2", Seed, "get_analytics is rate limited at the write rate: its 501st call of a minute is refused";
+    B515Pre3 = "b5-15-pre3", "PRE-3", Seed, "a move that skips lifecycle steps is applied one step at a time: refused, after moving the order one step";
+    B516Auth3 = "b5-16-auth3", "AUTH-3", Seed, "a keyed call's replay is served to a token of the same user and client that lacks the tool's scope";
+    B517Pre1 = "b5-17-pre1", "PRE-1", Seed, "set_restaurant_status without expected_status reads it from the store and runs (update_order_status still refuses)";
+    B518Idem2 = "b5-18-idem2", "IDEM-2", Seed, "a replay answers the stored result but runs the effect again (a second message, instruction, organization or restaurant)";
+    B519Sec2 = "b5-19-sec2", "SEC-2", Seed, "an internal error on resources/read names a panic, the database URL and a source path in the JSON-RPC message";
+    B520Proto1 = "b5-20-proto1", "PROTO-1", Seed, "Content-Type with a parameter (application/json; charset=utf-8) is refused with 415";
+    B521Lim5 = "b5-21-lim5", "LIM-5", Seed, "the cursor of a page cut for size continues at its last item, not after it: the next page repeats it";
+    B522Env4 = "b5-22-env4", "ENV-4", Seed, "MCP_RATE_LIMITED errors carry no data.error.request_id (meta has it)";
+    B523Proto2 = "b5-23-proto2", "PROTO-2", Seed, "integer ids past 2^53 come back rounded through a double";
+    B524Auth3 = "b5-24-auth3", "AUTH-3", Seed, "MCP_SCOPE_REQUIRED of a write names the family's read scope as required_scope";
+    B525Abs1 = "b5-25-abs1", "ABS-1", Seed, "tools/list has a second page (nextCursor) offering export_orders, a bulk export";
+    B526Pag5 = "b5-26-pag5", "PAG-5", Seed, "a cursor re-encoded in standard base64 or with = padding decodes to the same position and is served";
+    B527Idem3 = "b5-27-idem3", "IDEM-3", Seed, "the arguments' fingerprint leaves out restaurant, conversation and organization IDs: the same key and text to another conversation replays the first";
+    B528Auth5 = "b5-28-auth5", "AUTH-5", Seed, "resources/templates/list adds chataigne://orders/{order_id}, whose read serves any order by ID, whatever the caller's tenant";
+    B529Lim7 = "b5-29-lim7", "LIM-7", Full, "search_transcripts' query is measured in UTF-8 bytes: 101 to 200 characters of \"é\" are refused";
+    B530Env2 = "b5-30-env2", "ENV-2", Full, "refusals (invalid arguments, forbidden, not found, scope, cursor) carry one fixed request_id per code";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

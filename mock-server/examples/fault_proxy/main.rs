@@ -24,6 +24,7 @@
 mod absent;
 mod auth;
 mod batch4;
+mod batch5;
 mod catalogue;
 mod dataset;
 mod envelope;
@@ -312,6 +313,9 @@ impl Proxy {
         if self.fault.in_batch4() {
             return self.before_batch4(call).await;
         }
+        if self.fault.in_batch5() {
+            return self.before_batch5(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -333,6 +337,9 @@ impl Proxy {
         }
         if self.fault.in_batch4() {
             return self.after_batch4(call, a).await;
+        }
+        if self.fault.in_batch5() {
+            return self.after_batch5(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
