@@ -7,12 +7,12 @@
 # defect found under its own clause: the calls of its smallest such finding (<= 5 is the goal)
 # and whether `replay` of its transcript reproduces it (exit 1) against the same defect.
 # Prints one line per defect, then the totals.
-# Usage: bench/fuzz-kill.sh   (env: SEED=7 BUDGET=1000calls JOBS=2 NO_BUILD=1 OUT=DIR
+# Usage: bench/fuzz-kill.sh   (env: SEED=7 BUDGET=1500calls JOBS=2 NO_BUILD=1 OUT=DIR
 #        BIN=target/debug/chataigne-conformance MOCK_BIN=target/debug/chataigne-mock)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEED=${SEED:-7}
-BUDGET=${BUDGET:-1000calls}
+BUDGET=${BUDGET:-1500calls}
 JOBS=${JOBS:-2}
 BIN=${BIN:-target/debug/chataigne-conformance}
 MOCK_BIN=${MOCK_BIN:-target/debug/chataigne-mock}

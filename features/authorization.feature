@@ -9,6 +9,14 @@ Feature: Authentication and authorization
     When someone without a token initializes
     Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
 
+  # MCP's authorization: the token is sent with every HTTP request and checked on every one, not
+  # once when the session starts (a session ID is no credential).
+  @AUTH-1 @needs-http
+  Scenario: Every request of a session is refused without a token, whoever started the session
+    Given the persona "owner"
+    When they start a session and send each of its requests again without a token
+    Then each of them is HTTP 401 with a bearer challenge naming the resource metadata
+
   @AUTH-1 @needs-http
   Scenario: A token the server never issued is refused with a bearer challenge
     When someone with the token "not-a-token-CANARY" initializes
@@ -42,6 +50,12 @@ Feature: Authentication and authorization
     Given the persona "other_audience"
     When they initialize
     Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+
+  @AUTH-2 @needs-http
+  Scenario: Every request of a session is refused with a token issued for another audience
+    Given the persona "owner"
+    When they start a session and send each of its requests again with the token of "other_audience"
+    Then each of them is HTTP 401 with a bearer challenge naming the resource metadata
 
   @AUTH-3
   Scenario Outline: A token without the scope <scope> is refused, naming the scope it needs

@@ -92,6 +92,7 @@ named_modes! {
         KeysNeverExpire = "keys-never-expire", "IDEM-6", "keys replay forever";
         FailuresStored = "failures-stored", "IDEM-7", "a failed call keeps its key";
         RawKeyLogged = "raw-key-logged", "IDEM-8", "idempotency keys are written to the log";
+        TokenCheckedAtInitialize = "token-checked-at-initialize", "AUTH-1", "only initialize needs a valid token: a later request without one (it names its MCP-Protocol-Version) is served as the last principal the server authenticated";
         NoAuthentication = "no-authentication", "AUTH-1", "a request without a token is served as the owner";
         MetadataResourceOrigin = "metadata-resource-origin", "AUTH-1", "the protected resource metadata names the server's origin as its resource, not the MCP endpoint's URL";
         AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
@@ -122,14 +123,17 @@ named_modes! {
 
 /// The defects switched on, and what `stale-read-after-write` remembers.
 #[derive(Debug, Default, Clone)]
-pub struct Defects(BTreeSet<Defect>, StaleReads);
+pub struct Defects(BTreeSet<Defect>, StaleReads, LastPrincipal);
+
+/// `token-checked-at-initialize`'s memory: the principal the server last authenticated.
+type LastPrincipal = std::sync::Arc<std::sync::Mutex<Option<Principal>>>;
 
 /// `stale-read-after-write`'s read cache: each order's status before its last update, by order ID.
 type StaleReads = std::sync::Arc<std::sync::Mutex<HashMap<String, String>>>;
 
 impl Defects {
     pub fn new(list: &[Defect]) -> Defects {
-        Defects(list.iter().copied().collect(), StaleReads::default())
+        Defects(list.iter().copied().collect(), StaleReads::default(), LastPrincipal::default())
     }
 
     pub fn has(&self, d: Defect) -> bool {
@@ -690,6 +694,22 @@ impl Defects {
     /// AUTH-1: a request without a token is served as the owner.
     pub fn serves_anonymous_as_owner(&self) -> bool {
         self.has(Defect::NoAuthentication)
+    }
+
+    /// AUTH-1 under `token-checked-at-initialize`: the principal a request was authenticated as.
+    pub fn authenticated(&self, principal: &Principal) {
+        if self.has(Defect::TokenCheckedAtInitialize) {
+            *self.2.lock().unwrap_or_else(|e| e.into_inner()) = Some(principal.clone());
+        }
+    }
+
+    /// AUTH-1 under `token-checked-at-initialize`: who a request without a valid token is
+    /// served as, when it is not the handshake (it names its MCP-Protocol-Version).
+    pub fn unauthenticated_principal(&self, headers: &HeaderMap) -> Option<Principal> {
+        let later = headers.contains_key("mcp-protocol-version");
+        (self.has(Defect::TokenCheckedAtInitialize) && later)
+            .then(|| self.2.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .flatten()
     }
 
     /// AUTH-8: membership and role before scope.

@@ -84,8 +84,14 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();
     }
     let principal = match authenticate(app, request.headers()) {
-        Some(p) => p,
-        None => return unauthorized(app),
+        Some(p) => {
+            app.defects.authenticated(&p);
+            p
+        }
+        None => match app.defects.unauthenticated_principal(request.headers()) {
+            Some(p) => p,
+            None => return unauthorized(app),
+        },
     };
     let mut posted = None;
     if request.method() == axum::http::Method::POST {

@@ -124,6 +124,26 @@ async fn a_missing_or_invalid_token_gets_401_with_the_resource_metadata() {
     }
 }
 
+// AUTH-1: the token is checked on every request, not at the handshake only: after the owner's
+// own calls, each request a session carries (its protocol version named) without a token, or with
+// another audience's, is 401.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_request_after_the_handshake_needs_its_own_token() {
+    let server = start().await;
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+    assert_eq!(server.rpc("owner", &list).await.status, 200);
+    let version = ("mcp-protocol-version", chataigne_contract::PROTOCOL_VERSIONS[0]);
+    let other = format!("Bearer {}", token("other_audience"));
+    for method in ["tools/list", "resources/list", "prompts/list", "ping"] {
+        let body = json!({ "jsonrpc": "2.0", "id": 2, "method": method }).to_string();
+        for headers in [vec![version], vec![version, ("authorization", other.as_str())]] {
+            let http = server.post_mcp(&headers, body.clone()).await;
+            assert_eq!(http.status, 401, "{method} {headers:?}: {}", http.text);
+            assert!(http.header("www-authenticate").is_some_and(|c| c.contains("resource_metadata=")));
+        }
+    }
+}
+
 // AUTH-2
 #[tokio::test(flavor = "multi_thread")]
 async fn a_token_for_another_audience_gets_401() {

@@ -227,7 +227,7 @@ fn allowed(case: &AccessCase, ex: &Exchange) -> Vec<Observed> {
 }
 
 /// The `&'static` name of an AUTH clause the tables file under.
-fn clause(name: &str) -> &'static str {
+pub(super) fn clause(name: &str) -> &'static str {
     ["AUTH-3", "AUTH-4", "AUTH-6", "AUTH-7"].into_iter().find(|c| *c == name).unwrap_or("AUTH-4")
 }
 

@@ -190,6 +190,9 @@ pub enum Injected {
     /// A keyed write: the write deadline shortened to 100 ms and its answer held 500 ms after its
     /// effect (LIM-4's MCP_OUTCOME_UNKNOWN).
     Outcome,
+    /// Every other kind's deadline shortened to 100 ms and the tool slowed by 200 ms: within its
+    /// own deadline, it must not time out (a tool held to another kind's deadline).
+    Within,
 }
 
 /// A read of one order while the control API injects a fault.
@@ -198,6 +201,21 @@ pub struct FaultCase {
     pub tool: String,
     pub args: Value,
     pub injected: Injected,
+    /// The deadline of the tool's kind (`read`, `analytics`, `write`); none: `read`, or `write`
+    /// for [`Injected::Outcome`] (transcripts written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+}
+
+impl FaultCase {
+    /// The control API's name of the deadline the tool is held to.
+    pub fn deadline(&self) -> &str {
+        match (&self.deadline, self.injected) {
+            (Some(d), _) => d,
+            (None, Injected::Outcome) => "write",
+            (None, _) => "read",
+        }
+    }
 }
 
 /// A keyed write made again just before and just after 24 hours on the server's clock.

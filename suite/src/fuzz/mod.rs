@@ -98,6 +98,8 @@ enum Prop {
     Ranges,
     /// Every row of the bounds matrix, once (`rows`).
     Bounds,
+    /// The surfaces besides the tools, each persona's, once (`transport::run_surfaces`).
+    Surfaces,
 }
 
 impl Prop {
@@ -118,6 +120,7 @@ impl Prop {
                 | Prop::Race
                 | Prop::Ranges
                 | Prop::Bounds
+                | Prop::Surfaces
         )
     }
 }
@@ -215,7 +218,7 @@ impl Engine<'_> {
         props.extend(bounds.into_iter().map(|(_, p)| p));
         // The largest records, other personas' cursors and the races after the bounds too:
         // a few calls each, once.
-        props.extend([Prop::Largest, Prop::Carried, Prop::Ranges, Prop::Bounds]);
+        props.extend([Prop::Largest, Prop::Carried, Prop::Ranges]);
         if self.writes {
             // The clock last: it stays advanced by a day.
             props.extend([
@@ -233,6 +236,9 @@ impl Engine<'_> {
         // a round of rows (one per tool) costs fewer calls than the other mutations. The
         // access properties keep their order among themselves, so their generators too.
         props.extend(groups.iter().map(|g| Prop::Access(*g)));
+        // The surfaces and every row of the bounds matrix after the tables: hundreds of calls,
+        // each the rules' own case.
+        props.extend([Prop::Surfaces, Prop::Bounds]);
         props.extend(rest.into_iter().map(|(_, p)| p));
         props
     }
@@ -271,6 +277,7 @@ impl Engine<'_> {
                 Prop::Transport => 3 << 32,
                 Prop::Ranges => 4 << 32,
                 Prop::Bounds => 5 << 32,
+                Prop::Surfaces => 6 << 32,
                 Prop::UnknownTool | Prop::CursorBinding | Prop::Access(_) => {
                     counts.1 += 1;
                     (1 << 32) + counts.1
@@ -345,6 +352,7 @@ impl Engine<'_> {
                     Prop::Expiry => races::expiry(self, rng, None),
                     Prop::Ranges => self.ranges(rng),
                     Prop::Bounds => rows::run(self, rng, None),
+                    Prop::Surfaces => transport::run_surfaces(self),
                 };
             }
             if self.caller.meter.borrow().calls == before {

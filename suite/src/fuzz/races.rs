@@ -10,10 +10,10 @@ use proptest::test_runner::TestRng;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::cases::{AccessCase, Group, Replay};
 pub use super::cases::{
     AuthorityCase, BurstCase, CarryCase, ExpiryCase, FaultCase, Injected, LargestCase, RaceCase, ScopeCase,
 };
-use super::cases::{Group, Replay};
 use super::engine::Engine;
 use super::ids::IdKind;
 use super::observed::Why;
@@ -226,42 +226,54 @@ pub(super) fn walk_missed(
     None
 }
 
-/// The personas a cursor of the owner's is carried to: those the access tables allow to list
-/// the orders of the busy restaurant (another client of the same user first).
+/// The cursors of the owner's carried to every other persona: each list of the busy restaurant
+/// with a cursor (the owner's allowed row of the access tables, one item a page so the first has
+/// a cursor; `list_orders` with 5 as in the features) to every persona of the profile that has a
+/// row for it, allowed or refused (another client of the same user first).
 pub fn carry_cases(engine: &Engine<'_>) -> Vec<CarryCase> {
     let Some(busy) = engine.resolver.pools.first(IdKind::Restaurant) else { return Vec::new() };
-    if engine.tool("list_orders").is_none_or(|t| !t.has_property("cursor")) {
-        return Vec::new();
-    }
     let owner = &engine.caller.persona;
     let d = &engine.caller.ctx.dataset;
     let user = |p: &str| d.persona(p).map(|p| p.user_id.clone());
-    let mut personas: Vec<String> = engine
-        .access_rows(Group::Allowed)
-        .into_iter()
-        .filter(|c| {
-            c.tool == "list_orders"
-                && &c.persona != owner
-                && c.arguments.get("restaurant_id").and_then(Value::as_str) == Some(busy.as_str())
-        })
-        .map(|c| c.persona)
-        .collect();
-    personas.sort_by_key(|p| (user(p) != user(owner), p.clone()));
-    personas.dedup();
-    personas
-        .into_iter()
-        .map(|persona| CarryCase {
-            tool: "list_orders".to_owned(),
-            args: json!({ "restaurant_id": busy, "limit": 5 }),
+    let on_busy =
+        |c: &AccessCase| c.arguments.get("restaurant_id").and_then(Value::as_str) == Some(busy.as_str());
+    let mut out = Vec::new();
+    let mut tools: Vec<String> = Vec::new();
+    for row in engine.access_rows(Group::Allowed).into_iter().filter(|c| &c.persona == owner && on_busy(c)) {
+        let Some(t) = engine.tool(&row.tool).filter(|t| t.has_property("cursor") && !t.writes) else {
+            continue;
+        };
+        let Some(size) = ["limit", "message_limit"].into_iter().find(|m| t.has_property(m)) else { continue };
+        if tools.contains(&row.tool) {
+            continue;
+        }
+        tools.push(row.tool.clone());
+        let mut args = row.arguments.clone();
+        args[size] = json!(if row.tool == "list_orders" { 5 } else { 1 });
+        let mut personas: Vec<String> = engine
+            .access
+            .iter()
+            .filter(|c| c.tool == row.tool && &c.persona != owner && on_busy(c))
+            .map(|c| c.persona.clone())
+            .collect();
+        personas.sort_by_key(|p| (user(p) != user(owner), p.clone()));
+        personas.dedup();
+        out.extend(personas.into_iter().map(|persona| CarryCase {
+            tool: row.tool.clone(),
+            args: args.clone(),
             persona,
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
-/// PAG-6 (users and clients): a cursor is bound to who got it. `persona` lists the first page
-/// alone (may it?), the owner lists it and gets a cursor, `persona` sends that cursor: refused
-/// with MCP_CURSOR_INVALID, as `the persona "…" lists the next page` then `the call fails with
-/// "MCP_CURSOR_INVALID"` judges it (a persona refused the list anyway needs only a refusal).
+/// PAG-6 (users and clients) and the access checks on a continuation: a cursor is bound to who
+/// got it, and a page reached through one is held to the tables like the first. `persona` lists
+/// the first page alone, the owner lists it and gets a cursor, `persona` sends that cursor. A
+/// persona the tables allow must be refused with MCP_CURSOR_INVALID (`the persona "…" lists the
+/// next page` then `the call fails with "MCP_CURSOR_INVALID"`); one they refuse must be refused,
+/// and a page served to it is a finding under the first check it fails (AUTH-8's order: AUTH-3
+/// for a token without the scope, even of the same user and client).
 pub fn carried_cursor(engine: &Engine<'_>, rng: TestRng, fixed: Option<CarryCase>) -> bool {
     let rows = match fixed {
         Some(case) => vec![case],
@@ -270,8 +282,16 @@ pub fn carried_cursor(engine: &Engine<'_>, rng: TestRng, fixed: Option<CarryCase
     let replay = |case: &CarryCase| Replay::Carried(case.clone());
     engine.run_rows(rows, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
+        let restaurant = case.args.get("restaurant_id");
+        let refused_by = engine
+            .access
+            .iter()
+            .find(|c| c.persona == case.persona && c.tool == case.tool && c.arguments.get("restaurant_id") == restaurant)
+            .and_then(|c| c.refused_by.first().cloned());
         let Some(alone) = trail.call_as(&case.persona, &case.tool, &case.args) else { return Vec::new() };
-        let allowed = succeeded(&alone);
+        // Refused its own first page (whatever the tables say; they judge that call): any
+        // refusal of the next is consistent.
+        let served_alone = succeeded(&alone);
         let Some(first) = trail.call(&case.tool, &case.args) else { return Vec::new() };
         // Every rule of a single call on the owner's page, the cursor's rule judged still (a
         // difference of the ext level, such as a missing header, must not hide it).
@@ -281,21 +301,36 @@ pub fn carried_cursor(engine: &Engine<'_>, rng: TestRng, fixed: Option<CarryCase
         let mut reused = case.args.clone();
         reused["cursor"] = json!(cursor);
         let Some(ex) = trail.call_as(&case.persona, &case.tool, &reused) else { return out };
-        let code = error_code(&ex);
-        if code == Some("MCP_CURSOR_INVALID") || (!allowed && ex.is_error()) || !answered(&ex).is_empty() {
+        if !answered(&ex).is_empty() {
             return out;
         }
         let owner = &engine.caller.persona;
-        let d = &engine.caller.ctx.dataset;
-        let same_user = d.persona(owner).map(|p| &p.user_id) == d.persona(&case.persona).map(|p| &p.user_id);
-        let who = if same_user { "the same user through another OAuth client" } else { "another user" };
-        let detail = format!(
-            "{}: a cursor of {owner}'s reused by {} ({who}) was not refused with MCP_CURSOR_INVALID ({})",
-            case.tool,
-            case.persona,
-            ex.summary()
-        );
-        let mut found = vec![trail.observed_as(&case.persona, "PAG-6", detail, &case.tool, &reused, &ex)];
+        let (clause, detail) = match refused_by.as_deref().map(super::access::clause) {
+            Some(clause) if !ex.is_error() => (
+                clause,
+                format!(
+                    "{}: a page reached through {owner}'s cursor was served to {}, whom the access tables refuse ({clause}) ({})",
+                    case.tool,
+                    case.persona,
+                    ex.summary()
+                ),
+            ),
+            Some(_) => return out,
+            None if error_code(&ex) == Some("MCP_CURSOR_INVALID") || (!served_alone && ex.is_error()) => return out,
+            None => {
+                let d = &engine.caller.ctx.dataset;
+                let same_user = d.persona(owner).map(|p| &p.user_id) == d.persona(&case.persona).map(|p| &p.user_id);
+                let who = if same_user { "the same user through another OAuth client" } else { "another user" };
+                let detail = format!(
+                    "{}: a cursor of {owner}'s reused by {} ({who}) was not refused with MCP_CURSOR_INVALID ({})",
+                    case.tool,
+                    case.persona,
+                    ex.summary()
+                );
+                ("PAG-6", detail)
+            }
+        };
+        let mut found = vec![trail.observed_as(&case.persona, clause, detail, &case.tool, &reused, &ex)];
         found.extend(out);
         found
     })
@@ -652,43 +687,62 @@ pub fn key_scope(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Sc
     failed
 }
 
-/// The walk PAG-7 needs: a persona of another user than the fuzzing one (whose calls must go
-/// on), allowed to list the busy restaurant's orders through a membership the control API can
-/// revoke (`memberships`).
-pub fn authority_case(engine: &Engine<'_>) -> Option<AuthorityCase> {
+/// The walks PAG-7 needs: a persona of another user than the fuzzing one (whose calls must go
+/// on), allowed to list the busy restaurant's records through a membership the control API can
+/// revoke (`memberships`), on every list of it with a cursor (its allowed rows' arguments, one
+/// item a page; `list_orders` with 5, as in the features).
+pub fn authority_cases(engine: &Engine<'_>) -> Vec<AuthorityCase> {
     let ctx = engine.caller.ctx;
     let memberships =
         ctx.control.is_some() && ctx.capabilities.control_features.iter().any(|f| f == "memberships");
-    if !memberships || engine.tool("list_orders").is_none_or(|t| !t.has_property("cursor")) {
-        return None;
-    }
-    let busy = engine.resolver.pools.first(IdKind::Restaurant)?;
+    let (Some(busy), true) = (engine.resolver.pools.first(IdKind::Restaurant), memberships) else {
+        return Vec::new();
+    };
     let d = &ctx.dataset;
-    let busy_org =
-        d.restaurants.iter().find(|r| ctx.id_map.to_server(&r.id) == busy)?.organization_id.clone();
-    let owner_user = d.persona(&engine.caller.persona)?.user_id.clone();
-    let mut personas: Vec<String> = engine
+    let Some(busy_org) =
+        d.restaurants.iter().find(|r| ctx.id_map.to_server(&r.id) == busy).map(|r| &r.organization_id)
+    else {
+        return Vec::new();
+    };
+    let Some(owner_user) = d.persona(&engine.caller.persona).map(|p| p.user_id.clone()) else {
+        return Vec::new();
+    };
+    let mut rows: Vec<AccessCase> = engine
         .access_rows(Group::Allowed)
         .into_iter()
-        .filter(|c| {
-            c.tool == "list_orders"
-                && c.arguments.get("restaurant_id").and_then(Value::as_str) == Some(busy.as_str())
-        })
-        .map(|c| c.persona)
+        .filter(|c| c.arguments.get("restaurant_id").and_then(Value::as_str) == Some(busy.as_str()))
         .collect();
-    personas.sort();
-    personas.into_iter().find_map(|persona| {
-        let user = d.persona(&persona)?.user_id.clone();
+    rows.sort_by(|a, b| (&a.persona, &a.tool).cmp(&(&b.persona, &b.tool)));
+    let revocable = |persona: &str| {
+        let user = d.persona(persona).map(|p| p.user_id.clone())?;
         let member =
-            d.memberships.iter().any(|m| m.user_id == user && m.organization_id == busy_org && !m.revoked);
-        (user != owner_user && member).then(|| AuthorityCase {
-            persona,
-            tool: "list_orders".to_owned(),
-            args: json!({ "restaurant_id": busy, "limit": 5 }),
+            d.memberships.iter().any(|m| m.user_id == user && &m.organization_id == busy_org && !m.revoked);
+        (user != owner_user && member).then_some(user)
+    };
+    let Some((persona, user)) = rows.iter().find_map(|r| Some((r.persona.clone(), revocable(&r.persona)?)))
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<AuthorityCase> = Vec::new();
+    for row in rows.into_iter().filter(|r| r.persona == persona) {
+        let Some(t) = engine.tool(&row.tool).filter(|t| t.has_property("cursor") && !t.writes) else {
+            continue;
+        };
+        let Some(size) = ["limit", "message_limit"].into_iter().find(|m| t.has_property(m)) else { continue };
+        if out.iter().any(|c| c.tool == row.tool) {
+            continue;
+        }
+        let mut args = row.arguments.clone();
+        args[size] = json!(if row.tool == "list_orders" { 5 } else { 1 });
+        out.push(AuthorityCase {
+            persona: persona.clone(),
+            tool: row.tool.clone(),
+            args,
             user: ctx.id_map.to_server(&user),
-            organization: ctx.id_map.to_server(&busy_org),
-        })
-    })
+            organization: ctx.id_map.to_server(busy_org),
+        });
+    }
+    out
 }
 
 /// PAG-7: a cursor carries no authority. `persona` lists a first page; its membership is
@@ -696,10 +750,13 @@ pub fn authority_case(engine: &Engine<'_>) -> Option<AuthorityCase> {
 /// "MCP_RESOURCE_FORBIDDEN"`: a success is the failure, a refusal of another code is left to the
 /// other rules). The membership is restored after.
 pub fn authority(engine: &Engine<'_>, rng: TestRng, fixed: Option<AuthorityCase>) -> bool {
-    let Some(case) = fixed.or_else(|| authority_case(engine)) else { return false };
+    let cases = match fixed {
+        Some(case) => vec![case],
+        None => authority_cases(engine),
+    };
     let Some(control) = engine.caller.ctx.control.as_ref() else { return false };
     let replay = |case: &AuthorityCase| Replay::Authority(case.clone());
-    engine.run_property(Just(case).boxed(), 1, 0, rng, &replay, &|case| {
+    engine.run_rows(cases, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
         let Some(first) = trail.call_as(&case.persona, &case.tool, &case.args) else { return Vec::new() };
         let cursor = first.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
@@ -739,34 +796,57 @@ pub fn authority(engine: &Engine<'_>, rng: TestRng, fixed: Option<AuthorityCase>
     })
 }
 
-/// The faults this server's control API can inject, on `get_order` of an order of the busy
-/// restaurant (as features/deadlines.feature and data_security.feature do).
+/// The control API's deadlines and the kind each is the contract's deadline of.
+const DEADLINES: [(&str, chataigne_contract::tools::Kind); 3] = [
+    ("read", chataigne_contract::tools::Kind::Read),
+    ("analytics", chataigne_contract::tools::Kind::Analytics),
+    ("write", chataigne_contract::tools::Kind::Write),
+];
+
+/// The faults this server's control API can inject: every tool past the deadline of its kind
+/// and within it while the other kinds' are short (`matrices::deadline_rows`, LIM-4; the writes
+/// with writes only, each with a key of the run's own), and `get_order` of an order of the busy
+/// restaurant failing inside (SEC-2, as data_security.feature does).
 pub fn fault_cases(engine: &Engine<'_>) -> Vec<FaultCase> {
     let ctx = engine.caller.ctx;
     let has = |f: &str| ctx.control.is_some() && ctx.capabilities.control_features.iter().any(|c| c == f);
-    let Some((restaurant, order)) = engine.resolver.pools.received.first().cloned() else {
-        return Vec::new();
-    };
-    if !has("faults") || engine.tool("get_order").is_none() {
+    if !has("faults") {
         return Vec::new();
     }
-    let args = json!({ "restaurant_id": restaurant, "order_id": order });
-    let mut kinds = Vec::new();
+    let mut rows = Vec::new();
     if has("deadlines") {
-        kinds.push(Injected::Timeout);
+        for row in crate::matrices::deadline_rows(&ctx.dataset) {
+            let (Some(args), Some(t)) = (row.args, engine.tool(row.tool.as_str())) else { continue };
+            let tool = row.tool.as_str();
+            let mut args = ctx.id_map.outbound(&args);
+            let keyed = |args: &mut Value, tag: &str| {
+                if args.get("idempotency_key").is_some() {
+                    args["idempotency_key"] = json!(format!("fuzz-{tag}-{tool}-{:08x}", engine.seed));
+                }
+            };
+            keyed(&mut args, "past");
+            let past = if t.writes { Injected::Outcome } else { Injected::Timeout };
+            let deadline = Some(row.deadline.to_owned());
+            rows.push(FaultCase {
+                tool: tool.to_owned(),
+                args: args.clone(),
+                injected: past,
+                deadline: deadline.clone(),
+            });
+            keyed(&mut args, "within");
+            rows.push(FaultCase { tool: tool.to_owned(), args, injected: Injected::Within, deadline });
+        }
     }
-    kinds.extend([Injected::Internal, Injected::Dependency]);
-    let mut rows: Vec<FaultCase> = kinds
-        .into_iter()
-        .map(|injected| FaultCase { tool: "get_order".to_owned(), args: args.clone(), injected })
-        .collect();
-    // A write past its deadline: one keyed instruction (a bounded write), with writes only.
-    let keyed = engine.tool("create_instruction").is_some_and(|t| t.has_property("idempotency_key"));
-    if engine.writes && has("deadlines") && keyed {
-        let tag = engine.seed;
-        let args =
-            instruction(&restaurant, &format!("fuzz outcome {tag:08x}"), &format!("fuzz-outcome-{tag:08x}"));
-        rows.push(FaultCase { tool: "create_instruction".to_owned(), args, injected: Injected::Outcome });
+    if let (Some((restaurant, order)), true) =
+        (engine.resolver.pools.received.first().cloned(), engine.tool("get_order").is_some())
+    {
+        let args = json!({ "restaurant_id": restaurant, "order_id": order });
+        rows.extend([Injected::Internal, Injected::Dependency].map(|injected| FaultCase {
+            tool: "get_order".to_owned(),
+            args: args.clone(),
+            injected,
+            deadline: None,
+        }));
     }
     rows
 }
@@ -785,21 +865,23 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
     let replay = |case: &FaultCase| Replay::Fault(case.clone());
     engine.run_rows(rows, rng, &replay, &|case| {
         let mut trail = Trail::new(engine);
-        let read_ms = chataigne_contract::tools::Kind::Read.deadline_ms();
-        let write_ms = chataigne_contract::tools::Kind::Write.deadline_ms();
+        let ms = |name: &str| json!({ format!("{name}_ms"): 100 });
+        let own = case.deadline();
+        let others: serde_json::Map<String, Value> = DEADLINES
+            .iter()
+            .filter(|(name, _)| *name != own)
+            .map(|(name, _)| (format!("{name}_ms"), json!(100)))
+            .collect();
         let set = match case.injected {
-            Injected::Outcome => {
-                runtime.block_on(control.set_deadlines(json!({ "write_ms": 100 }))).and_then(|()| {
-                    runtime.block_on(
-                        control.add_fault(json!({ "tool": case.tool, "delay_after_effect_ms": 500 })),
-                    )
-                })
-            }
-            Injected::Timeout => {
-                runtime.block_on(control.set_deadlines(json!({ "read_ms": 100 }))).and_then(|()| {
-                    runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))
-                })
-            }
+            Injected::Outcome => runtime.block_on(control.set_deadlines(ms(own))).and_then(|()| {
+                runtime.block_on(control.add_fault(json!({ "tool": case.tool, "delay_after_effect_ms": 500 })))
+            }),
+            Injected::Timeout => runtime.block_on(control.set_deadlines(ms(own))).and_then(|()| {
+                runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 500 })))
+            }),
+            Injected::Within => runtime.block_on(control.set_deadlines(Value::Object(others))).and_then(|()| {
+                runtime.block_on(control.add_fault(json!({ "tool": case.tool, "latency_ms": 200 })))
+            }),
             Injected::Internal => {
                 runtime.block_on(control.add_fault(json!({ "tool": case.tool, "error": "internal" })))
             }
@@ -811,24 +893,34 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
         // Put back whatever was set, whatever came of it: the other properties need the
         // server as it was.
         let _ = runtime.block_on(control.clear_faults());
-        if case.injected == Injected::Timeout {
-            let _ = runtime.block_on(control.set_deadlines(json!({ "read_ms": read_ms })));
-        }
-        if case.injected == Injected::Outcome {
-            let _ = runtime.block_on(control.set_deadlines(json!({ "write_ms": write_ms })));
+        if matches!(case.injected, Injected::Timeout | Injected::Outcome | Injected::Within) {
+            let defaults: serde_json::Map<String, Value> =
+                DEADLINES.iter().map(|(name, kind)| (format!("{name}_ms"), json!(kind.deadline_ms()))).collect();
+            let _ = runtime.block_on(control.set_deadlines(Value::Object(defaults)));
         }
         let Some(ex) = ex else { return Vec::new() };
         let out = trail.checked(&case.tool, &case.args, &ex).unwrap_or_default();
         let finding = match case.injected {
-            Injected::Timeout => (error_code(&ex) != Some("MCP_TOOL_TIMEOUT")).then(|| {
+            // A refusal before the tool ran (access, arguments) is the other rules' to judge.
+            Injected::Timeout => (succeeded(&ex) || error_code(&ex) == Some("MCP_OUTCOME_UNKNOWN")).then(|| {
                 let detail = format!(
-                    "{}: a read slowed past its 100 ms deadline was not refused with MCP_TOOL_TIMEOUT ({})",
+                    "{}: a read slowed past its 100 ms ({own}) deadline was not refused with MCP_TOOL_TIMEOUT ({})",
                     case.tool,
                     ex.summary()
                 );
                 ("LIM-4", detail)
             }),
-            Injected::Outcome => (error_code(&ex) != Some("MCP_OUTCOME_UNKNOWN")).then(|| {
+            Injected::Within => {
+                matches!(error_code(&ex), Some("MCP_TOOL_TIMEOUT" | "MCP_OUTCOME_UNKNOWN")).then(|| {
+                    let detail = format!(
+                        "{}: slowed by 200 ms, within its own ({own}) deadline, while the other kinds' were 100 ms, it was refused as past a deadline ({})",
+                        case.tool,
+                        ex.summary()
+                    );
+                    ("LIM-4", detail)
+                })
+            }
+            Injected::Outcome => (succeeded(&ex) || error_code(&ex) == Some("MCP_TOOL_TIMEOUT")).then(|| {
                 let detail = format!(
                     "{}: a write whose answer came past its 100 ms deadline was not refused with MCP_OUTCOME_UNKNOWN ({})",
                     case.tool,

@@ -243,6 +243,8 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
             out.push("    And the answer is not a replay".to_owned());
             out.push(format!("    And \"{r}\" has exactly 2 instructions \"{}\"", k.text));
         }
+        // Written step by step for the other lists (no step lists their first page).
+        Replay::Carried(c) if c.tool != "list_orders" => return None,
         Replay::Carried(c) => {
             let r = rst(c.args.get("restaurant_id").and_then(Value::as_str).unwrap_or_default());
             let limit = c.args.get("limit").and_then(Value::as_u64).unwrap_or(5);
@@ -253,6 +255,7 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
             out.push(format!("    And the persona \"{}\" lists the next page", c.persona));
             out.push("    Then the call fails with \"MCP_CURSOR_INVALID\"".to_owned());
         }
+        Replay::Authority(a) if a.tool != "list_orders" => return None,
         Replay::Authority(a) => {
             let r = rst(a.args.get("restaurant_id").and_then(Value::as_str).unwrap_or_default());
             let limit = a.args.get("limit").and_then(Value::as_u64).unwrap_or(5);
@@ -271,14 +274,22 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
         Replay::Fault(f) => {
             let step = t.calls.last()?;
             out.push(given(&step.persona));
+            let own = f.deadline();
             let error = match f.injected {
                 Injected::Timeout => {
-                    out.push("    And the server's read deadline is 100 ms".to_owned());
+                    out.push(format!("    And the server's {own} deadline is 100 ms"));
                     out.push(format!("    And the server slows \"{}\" by 500 ms", f.tool));
                     None
                 }
+                Injected::Within => {
+                    for other in ["read", "analytics", "write"].into_iter().filter(|d| *d != own) {
+                        out.push(format!("    And the server's {other} deadline is 100 ms"));
+                    }
+                    out.push(format!("    And the server slows \"{}\" by 200 ms", f.tool));
+                    None
+                }
                 Injected::Outcome => {
-                    out.push("    And the server's write deadline is 100 ms".to_owned());
+                    out.push(format!("    And the server's {own} deadline is 100 ms"));
                     out.push(format!(
                         "    And the server holds the answers of \"{}\" for 500 ms after their effect",
                         f.tool
@@ -302,6 +313,7 @@ fn at_once_body(t: &Transcript, ids: &IdMap) -> Option<Vec<String>> {
             ));
             out.push("      \"\"\"".to_owned());
             match error {
+                None if f.injected == Injected::Within => out.push("    Then the call succeeds".to_owned()),
                 None if f.injected == Injected::Outcome => {
                     out.push("    Then the call fails with \"MCP_OUTCOME_UNKNOWN\"".to_owned())
                 }
@@ -644,6 +656,7 @@ mod tests {
                     tool: "get_order".to_owned(),
                     args: json!({}),
                     injected: Injected::Internal,
+                    deadline: None,
                 }),
                 vec![step(
                     "get_order",
@@ -657,6 +670,7 @@ mod tests {
                     tool: "get_order".to_owned(),
                     args: json!({}),
                     injected: Injected::Timeout,
+                    deadline: None,
                 }),
                 vec![step(
                     "get_order",

@@ -110,7 +110,6 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(CATALOGUE_RULES.iter().map(|r| format!("catalogue {}", r.name)));
     out.push(format!("method {UNKNOWN_METHOD}"));
     if !http {
-        out.extend(surfaces::probes(engine, http));
         return out;
     }
     out.push(format!("version header {UNSUPPORTED}"));
@@ -135,14 +134,29 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     }));
     out.extend(["jsonrpc missing", "jsonrpc 1.0", "params missing", "extra member"].map(str::to_owned));
     out.push("not json".to_owned());
-    out.extend(surfaces::probes(engine, http));
     out
 }
 
-/// Run every probe once (or the one `fixed` names, for a replay); returns whether one failed.
+/// Run every probe of the transport once (or the one `fixed` names, of either family, for a
+/// replay); returns whether one failed.
 pub fn run(engine: &Engine<'_>, fixed: Option<&str>) -> bool {
+    let mut names = probes(engine);
+    if fixed.is_some() {
+        names.extend(surfaces::probes(engine, engine.caller.ctx.stdio.is_none()));
+    }
+    run_named(engine, names, 2 << 32, fixed)
+}
+
+/// The surfaces' probes (`surfaces`), once each: later in the plan than the transport's, as
+/// each walks every list, resource and prompt of a persona.
+pub fn run_surfaces(engine: &Engine<'_>) -> bool {
+    let names = surfaces::probes(engine, engine.caller.ctx.stdio.is_none());
+    run_named(engine, names, 6 << 32, None)
+}
+
+fn run_named(engine: &Engine<'_>, names: Vec<String>, key: u64, fixed: Option<&str>) -> bool {
     let mut failed = false;
-    for (i, name) in probes(engine).into_iter().enumerate() {
+    for (i, name) in names.into_iter().enumerate() {
         if fixed.is_some_and(|f| f != name) {
             continue;
         }
@@ -150,10 +164,16 @@ pub fn run(engine: &Engine<'_>, fixed: Option<&str>) -> bool {
             break;
         }
         let replay = |p: &String| Replay::Transport { probe: p.clone() };
-        let rng = rng(engine.seed, 0, (2 << 32) + i as u64);
+        let rng = rng(engine.seed, 0, key + i as u64);
         failed |= engine.run_property(Just(name).boxed(), 1, 0, rng, &replay, &|p| probe(engine, p));
     }
     failed
+}
+
+/// One request, counted against the budget, unless the budget is spent (then `None`, and the
+/// probe judges nothing: what it did not see is not proven).
+fn try_send<F: std::future::Future<Output = Exchange>>(engine: &Engine<'_>, f: F) -> Option<Exchange> {
+    (!engine.caller.spent()).then(|| send(engine, f))
 }
 
 /// One request, counted against the budget.

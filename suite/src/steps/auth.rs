@@ -95,6 +95,80 @@ async fn challenge(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
 }
 
+/// The requests a session carries besides `initialize`: each is sent again by the steps below
+/// with other credentials in the persona's session.
+const SESSION_REQUESTS: [(&str, &str); 5] = [
+    ("tools/list", "{}"),
+    ("tools/call", r#"{"name": "list_organizations", "arguments": {}}"#),
+    ("resources/list", "{}"),
+    ("prompts/list", "{}"),
+    ("ping", "{}"),
+];
+const SAVED_SESSION_REQUESTS: &str = "session_requests";
+
+/// MCP's authorization: the token is in every HTTP request, and checked on every one, not once
+/// at `initialize`. The persona starts a session and lists the tools in it; then each request of [`SESSION_REQUESTS`], the
+/// stream's GET and the session's DELETE are sent in it with `credentials`' token (none, or
+/// another persona's) in place of the persona's.
+async fn session_with(w: &mut ConformanceWorld, credentials: Option<String>) -> anyhow::Result<()> {
+    let mut own = w.fresh_client()?;
+    let init = own.initialize().await;
+    let initialized = own.is_initialized();
+    let got = init.summary();
+    w.record(init);
+    if !initialized {
+        return Err(w.fail("initialize to succeed", got));
+    }
+    // The session in use, with the persona's own token, before anything is sent without it.
+    let listed = own.request("tools/list", json!({})).await;
+    w.record(listed);
+    let mut other = match &credentials {
+        None => w.ctx().anonymous_client(None, Some("(no token)".to_owned())),
+        Some(p) => w.ctx().client(p).ok_or_else(|| anyhow!("the profile has no token for \"{p}\""))?,
+    };
+    other.session_id = own.session_id.clone();
+    other.protocol_version = own.protocol_version.clone();
+    for (method, params) in SESSION_REQUESTS {
+        let ex = other.request(method, serde_json::from_str(params)?).await;
+        w.record(ex);
+    }
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let ex = other.send_http(method).await;
+        w.record(ex);
+    }
+    w.saved.insert(SAVED_SESSION_REQUESTS.to_owned(), (SESSION_REQUESTS.len() + 2).to_string());
+    Ok(())
+}
+
+#[when("they start a session and send each of its requests again without a token")]
+async fn session_without_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    session_with(w, None).await
+}
+
+#[when(expr = "they start a session and send each of its requests again with the token of {string}")]
+async fn session_with_token_of(w: &mut ConformanceWorld, persona: String) -> anyhow::Result<()> {
+    session_with(w, Some(persona)).await
+}
+
+/// Each request the step before sent again is refused: HTTP 401 with a bearer challenge naming
+/// the resource metadata, nothing served.
+#[then("each of them is HTTP 401 with a bearer challenge naming the resource metadata")]
+async fn each_challenged(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let n: usize = w
+        .saved
+        .get(SAVED_SESSION_REQUESTS)
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| anyhow!("no requests sent again: start with a session's requests"))?;
+    let sent = w.history.len().saturating_sub(n);
+    for at in sent..w.history.len() {
+        let ex = &w.history[at];
+        if let Err(m) = crate::rules::transport::bearer_challenge(ex) {
+            return Err(w.fail_about(Some(ex), format!("{} for {}", m.expected, ex.method), m.got));
+        }
+    }
+    Ok(())
+}
+
 /// The most the runner reads of the metadata document: a real one is a few hundred bytes.
 const MAX_METADATA_BYTES: usize = 256 * 1024;
 

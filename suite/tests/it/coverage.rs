@@ -53,9 +53,9 @@ fn every_reference_choice_is_checked() {
     for entry in std::fs::read_dir(dir).unwrap() {
         steps.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
     }
-    // The matrices' rows name the choice a row's difference is from (`BoundRow::choice`), some
+    // The matrices' rows name the choice a row's difference is from (`BoundRow::choice`, `rules::bounds`), some
     // taken from the derived edges (`edges::CODE_POINTS`).
-    for rows in ["src/matrices.rs", "src/edges.rs"] {
+    for rows in ["src/matrices.rs", "src/edges.rs", "src/rules/bounds.rs"] {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rows);
         steps.push_str(&std::fs::read_to_string(path).unwrap());
     }

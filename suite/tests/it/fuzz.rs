@@ -114,7 +114,7 @@ fn fuzz_finds_a_tampered_cursor_accepted() {
 
 #[test]
 fn fuzz_finds_a_key_replayed_for_other_arguments() {
-    let (code, report) = fuzz(&["--seed", "7", "--budget", "150calls", "--defect", "mismatch-replayed"]);
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "200calls", "--defect", "mismatch-replayed"]);
     assert_eq!(code, 1);
     assert!(!of_clause(&report, "IDEM-3").is_empty(), "{report:#}");
 }
@@ -133,7 +133,7 @@ fn fuzz_repeats_its_findings_with_the_same_seed() {
         "--seed",
         "11",
         "--budget",
-        "500calls",
+        "800calls",
         "--defect",
         "limit-unchecked",
         "--defect",
@@ -186,7 +186,7 @@ fn fuzz_finds_each_defect_it_targets_under_its_clause() {
         // The full level: some of these clauses are ext (ENV-6). The budget of
         // bench/fuzz-kill.sh: the probes, races and access tables come before some mutations.
         let (code, report) =
-            fuzz(&["--seed", "7", "--budget", "1000calls", "--defect", defect, "--level", "full"]);
+            fuzz(&["--seed", "7", "--budget", "1500calls", "--defect", defect, "--level", "full"]);
         assert_eq!(code, 1, "{defect}");
         assert!(!of_clause(&report, clause).is_empty(), "{defect} → {clause}: {report:#}");
     }
@@ -220,9 +220,9 @@ fn fuzz_profile(control: bool) -> (u8, Value) {
             "--seed",
             "7",
             "--budget",
-            // The probes, sequences and access tables come before most mutations: 500 calls
+            // The probes, sequences and access tables come before most mutations: 800 calls
             // reach `idempotency_key` missing.
-            "500calls",
+            "800calls",
             // PAG-2 is ext: counted at the full level only.
             "--level",
             "full",
@@ -481,9 +481,10 @@ fn the_fuzz_junit_and_html_reports_hold_a_failure_per_finding() {
 #[test]
 fn a_persona_the_access_tables_allow_refused_is_a_finding_under_auth_6() {
     keep_log();
-    // 420: the transport's probes include a foreign Origin and Host on tools/call (10 calls).
+    // 600: the transport's probes (a foreign Origin and Host on tools/call, both body framings),
+    // the carried cursors of every list and the deadlines of every tool come before the tables.
     let (code, report) =
-        fuzz(&["--seed", "7", "--budget", "420calls", "--defect", "role-at-minimum-refused"]);
+        fuzz(&["--seed", "7", "--budget", "600calls", "--defect", "role-at-minimum-refused"]);
     assert_eq!(code, 1);
     let found = of_clause(&report, "AUTH-6");
     assert!(
@@ -495,12 +496,12 @@ fn a_persona_the_access_tables_allow_refused_is_a_finding_under_auth_6() {
 #[test]
 fn a_persona_the_access_tables_refuse_is_a_finding_under_its_auth_clause() {
     keep_log();
-    let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", "scopes-ignored"]);
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "600calls", "--defect", "scopes-ignored"]);
     assert_eq!(code, 1);
     let found = of_clause(&report, "AUTH-3");
     assert!(found.iter().any(|f| f["persona"] != "owner"), "{report:#}");
     keep_log();
-    let (code, report) = fuzz(&["--seed", "7", "--budget", "400calls", "--defect", "existence-oracle"]);
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "600calls", "--defect", "existence-oracle"]);
     assert_eq!(code, 1);
     let leaks = of_clause(&report, "AUTH-4");
     // The foreign record's call, then the nonexistent one's: two calls.

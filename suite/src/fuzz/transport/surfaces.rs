@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Judged, judged, send, session};
+use super::{Judged, judged, send, session, try_send};
 use crate::client::Exchange;
 use crate::fuzz::engine::Engine;
 use crate::fuzz::observed::{PERSONA, Why};
@@ -119,7 +119,7 @@ fn metadata(engine: &Engine<'_>) -> Vec<Judged> {
             Err(_) => return Vec::new(),
         },
     };
-    let ex = send(engine, client.get_document(&url));
+    let Some(ex) = try_send(engine, client.get_document(&url)) else { return Vec::new() };
     let doc = ex.response().and_then(|r| serde_json::from_str::<Value>(&r.body).ok());
     let Some(doc) = doc else {
         let got = ex.summary();
@@ -163,7 +163,9 @@ fn surfaces(engine: &Engine<'_>, name: &str, persona: &str) -> Vec<Judged> {
                 return Vec::new();
             }
             let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
-            let ex = send(engine, client.request(surface.method, params));
+            let Some(ex) = try_send(engine, client.request(surface.method, params)) else {
+                return Vec::new();
+            };
             match surface.method {
                 "resources/list" => uris.extend(caps::resource_uris(&ex)),
                 "prompts/list" => prompts.extend(caps::prompt_names(&ex)),
@@ -185,14 +187,21 @@ fn surfaces(engine: &Engine<'_>, name: &str, persona: &str) -> Vec<Judged> {
         return Vec::new();
     }
     for uri in uris {
-        answers.push(send(engine, client.request("resources/read", json!({ "uri": uri }))));
+        let Some(ex) = try_send(engine, client.request("resources/read", json!({ "uri": uri }))) else {
+            return Vec::new();
+        };
+        answers.push(ex);
     }
     for probe in PROBES.iter().filter(|p| caps::advertised(&init, p.capability) == Some(true)) {
         let params = serde_json::from_str(probe.params).unwrap_or_else(|_| json!({}));
-        answers.push(send(engine, client.request(probe.method, params)));
+        let Some(ex) = try_send(engine, client.request(probe.method, params)) else { return Vec::new() };
+        answers.push(ex);
     }
     for prompt in prompts {
-        answers.push(send(engine, client.request("prompts/get", json!({ "name": prompt }))));
+        let Some(ex) = try_send(engine, client.request("prompts/get", json!({ "name": prompt }))) else {
+            return Vec::new();
+        };
+        answers.push(ex);
     }
     let user = ctx.dataset.personas.iter().find(|p| p.persona == persona).map(|p| p.user_id.clone());
     let secrets = user.map(|u| caps::out_of_reach(&ctx.dataset, &u)).unwrap_or_default();
@@ -235,7 +244,9 @@ fn foreign_read(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     let mut cursor: Option<String> = None;
     for _ in 0..res::TEMPLATE_PAGES {
         let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
-        let ex = send(engine, client.request("resources/templates/list", params));
+        let Some(ex) = try_send(engine, client.request("resources/templates/list", params)) else {
+            return Vec::new();
+        };
         // Not served, or not answered: the surfaces probe holds it to the capability.
         let Some(page) = ex.result() else { return Vec::new() };
         templates.extend(res::templates(page));
@@ -255,8 +266,12 @@ fn foreign_read(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         ) else {
             continue;
         };
-        let read = send(engine, client.request("resources/read", json!({ "uri": uri })));
-        let other = send(engine, client.request("resources/read", json!({ "uri": absent })));
+        let Some(read) = try_send(engine, client.request("resources/read", json!({ "uri": uri }))) else {
+            return Vec::new();
+        };
+        let Some(other) = try_send(engine, client.request("resources/read", json!({ "uri": absent }))) else {
+            return Vec::new();
+        };
         if let Some(expected) = res::refused_without_leak(&read, &secrets) {
             let got = read.summary();
             return vec![miss("AUTH-4", read, expected, got)];
