@@ -127,6 +127,25 @@ Feature: Authentication and authorization
     Then every read is refused and tells nothing of the foreign restaurant
     And each read of the foreign restaurant is refused as the read of a restaurant that does not exist
 
+  # Prompts are a surface too: a prompt whose arguments name records, asked about another tenant's,
+  # tells nothing of them and answers as it does about records that do not exist (served or
+  # refused alike). A server without such prompts skips this as not applicable.
+  @AUTH-4
+  Scenario: A prompt asked about another tenant's records tells nothing of them
+    Given the persona "owner"
+    When they ask for every prompt the server lists about the foreign tenant's records, then about records that do not exist
+    Then each answer tells nothing of the records and is the answer about records that do not exist
+
+  # A child record (an order, a conversation, a transcript, an instruction) is held to AUTH-5 on
+  # the resources surface as through the tools: every template the server advertises that names
+  # one, filled with the foreign tenant's records, is refused as one that does not exist. A
+  # server with no such template skips this as not applicable.
+  @AUTH-5
+  Scenario: A record of another tenant cannot be read through a resource template
+    Given the persona "owner"
+    When they read the foreign tenant's records through every resource template the server lists that names a child record
+    Then each read is refused, tells nothing of the records and is refused as the read of records that do not exist
+
   # The other surfaces the server advertises (resources/list, templates, prompts, and what each
   # listed resource and prompt answers) name no restaurant or organization of another tenant:
   # their names, which only the data tells (IDs appear in documentation as examples).
@@ -290,6 +309,8 @@ Feature: Authentication and authorization
     When the membership of "viewer" in the home organization is revoked
     And they get the busy restaurant
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    When they list the organizations
+    Then they are shown no organizations
 
   @AUTH-8
   Scenario: Whether the tool exists is checked before the scope

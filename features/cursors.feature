@@ -18,6 +18,7 @@ Feature: Cursors
       | flipped at its first character |
       | truncated by one character     |
       | re-encoded in base64           |
+      | re-encoded in another base64 alphabet or padding |
       | as an empty string             |
 
   @PAG-6

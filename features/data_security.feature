@@ -59,3 +59,21 @@ Feature: Security of data
       | fault      | code                       |
       | internal   | MCP_INTERNAL_ERROR         |
       | dependency | MCP_DEPENDENCY_UNAVAILABLE |
+
+  # The same on the resources surface: a read of a restaurant resource runs the restaurant's read,
+  # and its failure, told as a JSON-RPC error, shows nothing of the server's insides either.
+  @SEC-2 @needs-control-faults
+  Scenario Outline: A <fault> failure behind a resource read reveals nothing of the server's insides
+    Given a fresh server state
+    And the server fails the next calls of "get_restaurant" with a "<fault>" error
+    When they read the busy restaurant through every restaurant resource template the server lists
+    Then every read that failed reveals none of these:
+      | panicked   | backtrace  | stack trace | .rs:     | src/       | traceback     |
+      | exception  | select     | insert into | sqlstate | postgres   | sqlite        |
+      | /home/     | /usr/      | /var/       | .go:     | thread '   | os error      |
+      | refused    | timed out  | errno       | unwrap   | null point | at line       |
+
+    Examples:
+      | fault      |
+      | internal   |
+      | dependency |

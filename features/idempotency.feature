@@ -88,6 +88,13 @@ Feature: Idempotency
 
   # Arguments are compared as sent: a server that trims or lowercases before comparing replays
   # another call's result (seen as outside fault b4-idem3-normalized-args).
+  # Every argument is part of what a key stands for: an ID as much as a text (a fingerprint that
+  # leaves out the restaurant or the conversation replays a call made elsewhere).
+  @IDEM-3
+  Scenario: The same key with any one argument changed is refused
+    When they reuse each keyed write's key with one argument changed at a time
+    Then each reuse was refused, neither replayed nor run anew
+
   @IDEM-3
   Scenario: The same key with arguments that differ only by letter case is refused
     When they create the instruction "Close early CANARY" in the busy restaurant with the key "idem3-case-CANARY"
@@ -145,6 +152,28 @@ Feature: Idempotency
     And they create the organization "Tool CANARY" with the key "idem5t-CANARY"
     Then the call succeeds
     And the answer is not a replay
+
+  # The 24 hours are elapsed time: across a daylight-saving change a retention counted in local
+  # days (the same wall-clock time the next day) lasts 23 or 25 hours (suite/src/edges.rs).
+  @IDEM-6 @needs-control-clock
+  Scenario Outline: A key is remembered for 24 hours across a daylight-saving change (<change>, <zone>)
+    Given a fresh server state
+    And the server's clock is 12 hours before the next <change> change of "<zone>"
+    When they create the instruction "Across <change> CANARY" in the busy restaurant with the key "idem6-<change>-CANARY"
+    And 23 hours and 3540 seconds pass on the server's clock
+    And they create the instruction "Across <change> CANARY" in the busy restaurant with the key "idem6-<change>-CANARY"
+    Then the call succeeds
+    And the answer is a replay
+    When 0 hours and 61 seconds pass on the server's clock
+    And they create the instruction "Across <change> CANARY" in the busy restaurant with the key "idem6-<change>-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+    And the busy restaurant has exactly 2 instructions "Across <change> CANARY"
+
+    Examples:
+      | change | zone             |
+      | spring | Europe/Paris     |
+      | fall   | America/New_York |
 
   @IDEM-6 @needs-control-clock
   Scenario: A key is remembered for 24 hours, then forgotten

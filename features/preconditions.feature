@@ -25,6 +25,7 @@ Feature: Optimistic preconditions
     When they ask to move an order of the busy restaurant from "received" to "accepted"
     Then the call succeeds
     And the order is "accepted"
+    And the order is listed as "accepted" among the restaurant's orders in that status
 
   @PRE-2
   Scenario: A stale view is refused as a conflict and changes nothing
@@ -54,6 +55,13 @@ Feature: Optimistic preconditions
       | ready     | preparing |
       | ready     | accepted  |
       | preparing | accepted  |
+
+  # The seed lets a server serve a forward skip or refuse it; either way the answer is the truth:
+  # served, the order has the status asked for; refused, it has not moved at all.
+  @PRE-3
+  Scenario: A forward skip is served whole or refused with no effect
+    When they ask to move an order of the busy restaurant from "accepted" to "ready"
+    Then the order is "ready" if the move was served, and still "accepted" if it was refused
 
   # The seed forbids going against the lifecycle only; refusing a forward skip is the reference's
   # choice. On a server that allows it, this moves one received order (counted in the 3 a run uses).

@@ -37,6 +37,19 @@ Feature: Transport and protocol
     Then the answer is the JSON-RPC error -32602
 
   # MCP's Ping (every revision): the receiver answers promptly with an empty result. Every other
+  # A media type may carry parameters (RFC 9110 §8.3.1): what clients send as
+  # "application/json; charset=utf-8" is JSON all the same, and served as such.
+  @PROTO-1 @needs-http
+  Scenario Outline: A request whose Content-Type has a parameter is served (<content type>)
+    Given the persona "owner"
+    When they call "list_organizations" in their session with the header "Content-Type" set to "<content type>"
+    Then the call succeeds
+
+    Examples:
+      | content type                    |
+      | application/json; charset=utf-8 |
+      | application/json;charset=UTF-8  |
+
   # ping the suite sends (transport.feature's ids) is held to the same rule by the judge.
   @PROTO-1
   Scenario: ping is answered with an empty result

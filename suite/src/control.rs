@@ -59,6 +59,12 @@ impl Control {
         Ok(())
     }
 
+    /// The server's clock, in milliseconds since the epoch (`GET /clock`).
+    pub async fn now_ms(&self) -> anyhow::Result<i64> {
+        let clock = self.send(reqwest::Method::GET, "/clock", None).await?;
+        clock.get("now_ms").and_then(Value::as_i64).context("GET /control/clock: no now_ms")
+    }
+
     /// A move of a window (60 s) or more leaves every rate window behind.
     pub async fn advance_clock(&self, seconds: u64) -> anyhow::Result<()> {
         self.send(reqwest::Method::POST, "/clock/advance", Some(json!({ "seconds": seconds }))).await?;

@@ -85,13 +85,25 @@ pub enum Unit {
     TwoBytes,
     /// "😀": 4 UTF-8 bytes, 2 UTF-16 code units.
     Astral,
+    /// Flags ("🇫🇷"): two regional indicators, one grapheme cluster of two characters (8 UTF-8
+    /// bytes, 4 UTF-16 units): what a server counting what a person sees counts once.
+    Flag,
 }
 
 impl Unit {
-    pub fn char(self) -> char {
+    /// `n` characters of this unit: for flags, `n / 2` of them and a lone regional indicator
+    /// when `n` is odd.
+    pub fn repeat(self, n: usize) -> String {
         match self {
-            Unit::TwoBytes => 'é',
-            Unit::Astral => '😀',
+            Unit::TwoBytes => "é".repeat(n),
+            Unit::Astral => "😀".repeat(n),
+            Unit::Flag => {
+                let mut s = "🇫🇷".repeat(n / 2);
+                if n % 2 == 1 {
+                    s.push('🇫');
+                }
+                s
+            }
         }
     }
 
@@ -99,6 +111,7 @@ impl Unit {
         match self {
             Unit::TwoBytes => "two-byte characters (é)",
             Unit::Astral => "astral characters (😀, two UTF-16 units)",
+            Unit::Flag => "characters in flags (🇫🇷, two to a flag, one grapheme)",
         }
     }
 }
@@ -126,7 +139,7 @@ impl LengthEdge {
     }
 
     pub fn value(&self) -> String {
-        std::iter::repeat_n(self.unit.char(), self.chars).collect()
+        self.unit.repeat(self.chars)
     }
 
     pub fn describe(&self, member: &str) -> String {
@@ -139,11 +152,14 @@ impl LengthEdge {
 /// maximum and one past it, and for a minimum over 1 one short of it. A server counting bytes
 /// refuses the two-byte maximum and accepts the two-byte value one short of the minimum; one
 /// counting UTF-16 refuses the astral maximum and accepts the astral value one short of the
-/// minimum (those two rows are the choice [`CODE_POINTS`]). Past the maximum every count refuses.
+/// minimum (those two rows are the choice [`CODE_POINTS`]). In flags, a server counting grapheme
+/// clusters accepts a value one past the maximum and refuses one on the minimum (no SDK counts
+/// so: those rows are rules); UTF-16 refuses the flag maximum, the choice again. Past the maximum
+/// every count of characters refuses.
 pub fn length_edges(min: usize, max: usize) -> Vec<LengthEdge> {
     let mut out = Vec::new();
-    for unit in [Unit::TwoBytes, Unit::Astral] {
-        let choice = (unit == Unit::Astral).then_some(CODE_POINTS);
+    for unit in [Unit::TwoBytes, Unit::Astral, Unit::Flag] {
+        let choice = (unit != Unit::TwoBytes).then_some(CODE_POINTS);
         out.push(LengthEdge { chars: max, unit, within: true, choice });
         out.push(LengthEdge { chars: max + 1, unit, within: false, choice: None });
         if min > 1 {
@@ -216,6 +232,60 @@ pub fn calendar_edges() -> Vec<RangeEdge> {
     out
 }
 
+/// A daylight-saving change of a common time zone: the 24 hours of IDEM-6 are elapsed time,
+/// which a retention counted in local days (the same wall-clock time the next day) makes 23 or
+/// 25 hours across it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DstEdge {
+    pub zone: &'static str,
+    /// The change, in seconds since the epoch (UTC).
+    pub at_s: i64,
+    pub why: &'static str,
+}
+
+/// The day of the month of the `n`th (1-based; 0: the last) Sunday of `month` in `year`.
+fn sunday(year: i64, month: u32, n: usize) -> u32 {
+    let first = days_from_civil(year, month, 1);
+    let next =
+        if month == 12 { days_from_civil(year + 1, 1, 1) } else { days_from_civil(year, month + 1, 1) };
+    // 1970-01-01, day 0, was a Thursday: day z is a Sunday when (z + 4) mod 7 is 0.
+    let sundays: Vec<u32> =
+        (1..=(next - first) as u32).filter(|d| (first + i64::from(*d) - 1 + 4).rem_euclid(7) == 0).collect();
+    let pick = if n == 0 { sundays.last() } else { sundays.get(n - 1) };
+    pick.copied().unwrap_or(1)
+}
+
+/// The four daylight-saving changes of `year` in Europe (last Sunday of March and of October,
+/// 01:00 UTC) and the United States' Eastern zone (second Sunday of March, 07:00 UTC; first
+/// Sunday of November, 06:00 UTC), in the order they come.
+pub fn dst_edges(year: i64) -> Vec<DstEdge> {
+    let at = |month: u32, day: u32, hour: i64| days_from_civil(year, month, day) * 86_400 + hour * 3600;
+    let mut out = vec![
+        DstEdge {
+            zone: "America/New_York",
+            at_s: at(3, sunday(year, 3, 2), 7),
+            why: "spring forward (23-hour day)",
+        },
+        DstEdge {
+            zone: "Europe/Paris",
+            at_s: at(3, sunday(year, 3, 0), 1),
+            why: "spring forward (23-hour day)",
+        },
+        DstEdge {
+            zone: "Europe/Paris",
+            at_s: at(10, sunday(year, 10, 0), 1),
+            why: "fall back (25-hour day)",
+        },
+        DstEdge {
+            zone: "America/New_York",
+            at_s: at(11, sunday(year, 11, 1), 6),
+            why: "fall back (25-hour day)",
+        },
+    ];
+    out.sort_by_key(|e| e.at_s);
+    out
+}
+
 /// One transport edge of LIM-7's body limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyEdge {
@@ -282,10 +352,32 @@ mod tests {
         assert_eq!(counts(&row(7, Unit::TwoBytes, false).unwrap().value()).1, 14);
         assert_eq!(row(7, Unit::Astral, false).unwrap().choice, Some(CODE_POINTS));
         assert!(row(256, Unit::TwoBytes, false).is_some() && row(256, Unit::Astral, false).is_some());
+        // 255 characters in flags: 127 flags and a lone indicator, 128 graphemes.
+        let flags = row(255, Unit::Flag, true).unwrap();
+        assert_eq!(counts(&flags.value()), (255, 1020, 510));
+        assert_eq!(flags.choice, Some(CODE_POINTS));
+        // 8 characters are 4 flags: a grapheme count refuses them, a rule.
+        assert_eq!(row(8, Unit::Flag, true).unwrap().value(), "🇫🇷".repeat(4));
+        assert_eq!(row(8, Unit::Flag, true).unwrap().choice, None);
         // Past the maximum every unit refuses: never a choice.
         assert!(edges.iter().filter(|e| e.chars > 255).all(|e| e.choice.is_none()));
         // No minimum to go under for 1..=200.
         assert!(length_edges(1, 200).iter().all(|e| e.chars >= 200));
+    }
+
+    #[test]
+    fn dst_edges_are_the_known_changes() {
+        let when = |e: &DstEdge| chataigne_contract::time::format_timestamp(e.at_s);
+        let edges: Vec<String> = dst_edges(2027).iter().map(when).collect();
+        assert_eq!(
+            edges,
+            ["2027-03-14T07:00:00Z", "2027-03-28T01:00:00Z", "2027-10-31T01:00:00Z", "2027-11-07T06:00:00Z"]
+        );
+        let edges: Vec<String> = dst_edges(2028).iter().map(when).collect();
+        assert_eq!(
+            edges,
+            ["2028-03-12T07:00:00Z", "2028-03-26T01:00:00Z", "2028-10-29T01:00:00Z", "2028-11-05T06:00:00Z"]
+        );
     }
 
     #[test]

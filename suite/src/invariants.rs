@@ -195,13 +195,17 @@ pub fn error_ids_match(ex: &Exchange) -> Option<String> {
         .then(|| format!("{}: data.error.request_id differs from meta.request_id", label(ex)))
 }
 
-/// ENV-4: an error carries code, category and retryable (and says which of the five members are
-/// missing when one of those is).
+/// ENV-4: an error carries its five members, code, category, retryable, message and request_id,
+/// on every tool error (a rate refusal or a timeout as much as a validation error), and says
+/// which are missing.
 pub fn error_members(ex: &Exchange) -> Option<String> {
     let error = error_of(ex)?;
-    let whole = error.get("code").and_then(Value::as_str).is_some()
-        && error.get("category").and_then(Value::as_str).is_some()
-        && error.get("retryable").and_then(Value::as_bool).is_some();
+    let text = |k: &str| error.get(k).and_then(Value::as_str).is_some();
+    let whole = text("code")
+        && text("category")
+        && error.get("retryable").and_then(Value::as_bool).is_some()
+        && text("message")
+        && text("request_id");
     if whole {
         return None;
     }

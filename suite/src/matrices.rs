@@ -455,6 +455,81 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
     rows
 }
 
+/// One row of IDEM-3's matrix: a keyed write called with `first`, then with the same key and
+/// `changed`, which differs from it in `member` alone: the second is not the first call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyReuseRow {
+    pub tool: ToolName,
+    pub member: String,
+    pub first: Value,
+    pub changed: Value,
+}
+
+/// Every keyed write of the contract, as the owner on the busy restaurant, with each member but
+/// the key changed in turn to another value the owner may send: another restaurant of the
+/// organization, another conversation of the restaurant, another organization of theirs, another
+/// enum word or time zone, a text changed in its first character. A member no other value can be
+/// found for is left out (the dataset has none).
+pub fn key_reuse_rows(dataset: &Dataset) -> Vec<KeyReuseRow> {
+    let mut rows = Vec::new();
+    for &tool in ToolName::ALL {
+        let schema = tool.input_schema();
+        if schema.pointer("/properties/idempotency_key").is_none() {
+            continue;
+        }
+        let Some(base) = bound_base(dataset, tool) else { continue };
+        let Some(members) = base.as_object() else { continue };
+        for (member, value) in members.iter().filter(|(m, _)| *m != "idempotency_key") {
+            let prop = schema.pointer(&format!("/properties/{member}")).cloned().unwrap_or(Value::Null);
+            let Some(other) = changed_value(dataset, member, value, &prop) else { continue };
+            let mut first = base.clone();
+            first["idempotency_key"] = json!(format!("idem3-{}-{member}-CANARY", tool.as_str()));
+            let mut changed = first.clone();
+            changed[member.as_str()] = other;
+            rows.push(KeyReuseRow { tool, member: member.clone(), first, changed });
+        }
+    }
+    rows
+}
+
+/// Another value of a keyed write's `member` (now `value`) the owner may send: the cursor rows'
+/// [`other_value`] for IDs and enums, else another organization they own, another time zone, a
+/// text changed in its first character.
+fn changed_value(dataset: &Dataset, member: &str, value: &Value, prop: &Value) -> Option<Value> {
+    let text = value.as_str()?;
+    if member == "conversation_id" {
+        let restaurant = dataset.conversations.iter().find(|c| c.id == text)?.restaurant_id.clone();
+        let other = dataset.conversations.iter().find(|c| c.restaurant_id == restaurant && c.id != text)?;
+        return Some(json!(other.id));
+    }
+    if let Some(other) = other_value(dataset, member, prop, value).filter(|o| o != value) {
+        return Some(other);
+    }
+    Some(json!(match member {
+        "organization_id" => {
+            let owner = dataset.personas.iter().find(|p| p.persona == "owner")?;
+            dataset
+                .memberships
+                .iter()
+                .find(|m| {
+                    m.user_id == owner.user_id
+                        && !m.revoked
+                        && m.role == chataigne_contract::tools::Role::Owner
+                        && m.organization_id != text
+                })?
+                .organization_id
+                .clone()
+        }
+        "timezone" => (if text == "UTC" { "Europe/Paris" } else { "UTC" }).to_owned(),
+        _ if member.ends_with("_id") || prop.get("pattern").is_some() => return None,
+        _ => {
+            let mut chars = text.chars();
+            let first = chars.next()?;
+            format!("{}{}", if first == 'X' { 'Y' } else { 'X' }, chars.as_str())
+        }
+    }))
+}
+
 /// The argument name of LIM-1's calendar rows: the range, a rule no JSON Schema states.
 pub const RANGE: &str = "from..=to";
 

@@ -130,8 +130,9 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
 /// The busy restaurant's orders a run needs, by status: how many it moves out of that status at
 /// most on a server nothing resets, and how many must be there when it starts (PRE-3 moves
 /// orders back from `preparing`, `ready` and `completed`: refused, so never consumed; the
-/// forward matrix walks one `accepted` order to `completed`, and PRE-2 and PRE-4 each leave one
-/// more accepted, so a run never uses those up).
+/// forward matrix walks one `accepted` order to `completed`, PRE-3's forward skip may move one
+/// more to `ready` on a server that serves skips, and PRE-2 and PRE-4 each leave one more
+/// accepted, so a run never uses those up).
 pub const ORDERS_A_RUN_NEEDS: [(&str, usize, usize); 5] = [
     ("received", RECEIVED_PER_RUN, RECEIVED_PER_RUN),
     ("accepted", 0, 1),

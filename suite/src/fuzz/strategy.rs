@@ -98,7 +98,7 @@ impl Resolver {
                     obj.to_string().hash(&mut h);
                     let mut key = format!("fuzz-{:016x}", h.finish());
                     let pad = len.map_or(0, |n| n.saturating_sub(key.chars().count()));
-                    key.extend(std::iter::repeat_n(crate::edges::Unit::TwoBytes.char(), pad));
+                    key.push_str(&crate::edges::Unit::TwoBytes.repeat(pad));
                     obj[k.as_str()] = json!(key);
                 }
                 obj

@@ -5,8 +5,12 @@ use base64::Engine as _;
 
 /// The changes of `features/cursors.feature`'s outline that the fuzzer sends after its walk (the
 /// flips are its own one-character change, drawn).
-pub const TAMPERINGS: [&str; 3] =
-    ["truncated by one character", "re-encoded in base64", "as an empty string"];
+pub const TAMPERINGS: [&str; 4] = [
+    "truncated by one character",
+    "re-encoded in base64",
+    "re-encoded in another base64 alphabet or padding",
+    "as an empty string",
+];
 
 /// Change `cursor` the way the step says; never returns it unchanged (but for an empty one).
 pub fn tamper(cursor: &str, how: &str) -> String {
@@ -33,6 +37,27 @@ pub fn tamper(cursor: &str, how: &str) -> String {
             chars.into_iter().collect()
         }
         "re-encoded in base64" => base64::engine::general_purpose::STANDARD.encode(cursor),
+        // The same bytes, written another way base64 allows (PAG-5: "re-encoded"): a server that
+        // decodes leniently serves it. A cursor that is no base64 is encoded whole instead.
+        "re-encoded in another base64 alphabet or padding" => same_bytes_reencoded(cursor)
+            .unwrap_or_else(|| base64::engine::general_purpose::STANDARD.encode(cursor)),
         _ => String::new(),
     }
+}
+
+/// `cursor`'s bytes, when it is base64 of either alphabet, padded or not (or such parts joined by
+/// dots, as a signed token is), written in another of those forms: the first part that can be
+/// written otherwise is. `None` when no part is base64, or every form writes each the same.
+fn same_bytes_reencoded(cursor: &str) -> Option<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let engines = [&URL_SAFE_NO_PAD, &URL_SAFE, &STANDARD_NO_PAD, &STANDARD];
+    let parts: Vec<&str> = cursor.split('.').collect();
+    parts.iter().enumerate().find_map(|(i, part)| {
+        let bytes = engines.iter().find_map(|e| e.decode(part).ok())?;
+        let other = engines.iter().map(|e| e.encode(&bytes)).find(|other| other != part)?;
+        let mut changed: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
+        changed[i] = other;
+        Some(changed.join("."))
+    })
 }

@@ -237,7 +237,9 @@ pub const INTERNAL_MARKERS: &[&str] = &[
 pub fn leaks<'m>(ex: &Exchange, markers: &[&'m str]) -> Vec<&'m str> {
     let error =
         ex.structured().and_then(|s| s.pointer("/data/error")).map(Value::to_string).unwrap_or_default();
-    let seen = format!("{error}\n{}", ex.texts().join("\n")).to_ascii_lowercase();
+    // A JSON-RPC error (a resource read, a prompt) carries its words in `message` and `data`.
+    let rpc = ex.rpc_error().map(Value::to_string).unwrap_or_default();
+    let seen = format!("{error}\n{rpc}\n{}", ex.texts().join("\n")).to_ascii_lowercase();
     markers.iter().copied().filter(|m| seen.contains(m)).collect()
 }
 

@@ -92,6 +92,85 @@ pub fn fill_restaurant(template: &str, id: &str) -> Option<String> {
     Some(format!("{}{value}{}", &template[..start], &template[end + 1..]))
 }
 
+/// Two answers that must look alike (about a foreign tenant's records, and about records that do
+/// not exist): the same JSON-RPC result or error once each names its own IDs as `<idN>` and every
+/// `request_id` member is left out. `None` when they are alike.
+pub fn answered_alike_ids(a: &Exchange, a_ids: &[&str], b: &Exchange, b_ids: &[&str]) -> Option<String> {
+    let masked = |ex: &Exchange, ids: &[&str]| {
+        let message = ex.message()?;
+        let mut answer = message.get("result").or_else(|| message.get("error"))?.clone();
+        without_request_ids(&mut answer);
+        let mut text = answer.to_string();
+        for (i, id) in ids.iter().enumerate().filter(|(_, id)| !id.is_empty()) {
+            text = text.replace(id, &format!("<id{i}>"));
+        }
+        Some(text)
+    };
+    match (masked(a, a_ids), masked(b, b_ids)) {
+        (Some(x), Some(y)) if x == y => None,
+        _ => Some("the same answer about another tenant's records as about records that do not exist (but for the IDs)".to_owned()),
+    }
+}
+
+/// A secret of `secrets` that the answer's body shows.
+pub fn told<'s>(ex: &Exchange, secrets: &[&'s str]) -> Option<&'s str> {
+    let body = ex.response().map(|r| r.body.as_str()).unwrap_or_default();
+    secrets.iter().copied().filter(|s| !s.is_empty()).find(|s| body.contains(s))
+}
+
+fn without_request_ids(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("request_id");
+            m.values_mut().for_each(without_request_ids);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_request_ids),
+        _ => {}
+    }
+}
+
+/// The kinds of record a template variable or prompt argument may name, as its name says
+/// (`{order_id}`, `{orderId}`, `conversation`), most specific first.
+pub const KINDS: [&str; 6] =
+    ["organization", "restaurant", "order", "conversation", "transcript", "instruction"];
+
+/// The kind of record `name` names, if any.
+pub fn kind_of(name: &str) -> Option<&'static str> {
+    let name = name.to_ascii_lowercase();
+    KINDS.into_iter().find(|k| name.contains(k))
+}
+
+/// Whether a kind is a child of a restaurant (AUTH-5's), not a tenant's own (AUTH-4's).
+pub fn is_child(kind: &str) -> bool {
+    matches!(kind, "order" | "conversation" | "transcript" | "instruction")
+}
+
+/// `template` with every variable filled by `value(kind)` of the kind its name says, and the
+/// kinds in the order filled; `None` when a variable has an operator, names no kind, or
+/// `value` has nothing for it.
+pub fn fill_kinds(
+    template: &str,
+    value: impl Fn(&str) -> Option<String>,
+) -> Option<(String, Vec<&'static str>)> {
+    let mut out = String::new();
+    let mut kinds = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let len = rest[start..].find('}')?;
+        let var = &rest[start + 1..start + len];
+        if var.is_empty() || var.contains(|c: char| "+#./;?&,:*".contains(c)) {
+            return None;
+        }
+        let kind = kind_of(var)?;
+        out.push_str(&rest[..start]);
+        out.push_str(&value(kind)?);
+        kinds.push(kind);
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    Some((out, kinds))
+}
+
 /// The `uriTemplate` of every template on one page of `resources/templates/list`.
 pub fn templates(page: &Value) -> Vec<String> {
     page.get("resourceTemplates")
@@ -135,22 +214,21 @@ pub fn refused_without_leak(ex: &Exchange, secrets: &[&str]) -> Option<String> {
 /// the same JSON-RPC error once each names its own ID as `<id>` and every `request_id` member
 /// is left out. `None` when they are alike.
 pub fn refused_alike(a: &Exchange, a_id: &str, b: &Exchange, b_id: &str) -> Option<String> {
-    fn without_request_ids(v: &mut Value) {
-        match v {
-            Value::Object(m) => {
-                m.remove("request_id");
-                m.values_mut().for_each(without_request_ids);
-            }
-            Value::Array(items) => items.iter_mut().for_each(without_request_ids),
-            _ => {}
-        }
-    }
-    let masked = |ex: &Exchange, id: &str| {
+    refused_alike_ids(a, &[a_id], b, &[b_id])
+}
+
+/// [`refused_alike`] for reads naming several IDs each (`a_ids[i]` stands where `b_ids[i]` does).
+pub fn refused_alike_ids(a: &Exchange, a_ids: &[&str], b: &Exchange, b_ids: &[&str]) -> Option<String> {
+    let masked = |ex: &Exchange, ids: &[&str]| {
         let mut error = ex.rpc_error()?.clone();
         without_request_ids(&mut error);
-        Some(error.to_string().replace(id, "<id>"))
+        let mut text = error.to_string();
+        for (i, id) in ids.iter().enumerate().filter(|(_, id)| !id.is_empty()) {
+            text = text.replace(id, &format!("<id{i}>"));
+        }
+        Some(text)
     };
-    match (masked(a, a_id), masked(b, b_id)) {
+    match (masked(a, a_ids), masked(b, b_ids)) {
         (Some(x), Some(y)) if x == y => None,
         (Some(_), Some(_)) => Some(
             "the same refusal for a restaurant of another tenant as for one that does not exist (but for the ID)"

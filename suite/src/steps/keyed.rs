@@ -343,3 +343,64 @@ async fn count_organizations(w: &mut ConformanceWorld, n: usize, name: String) -
     }
     if count == n { Ok(()) } else { Err(w.fail(format!("{n} organizations named {name:?}"), count)) }
 }
+
+/// IDEM-3 on every member of every keyed write (`matrices::key_reuse_rows`): each write made,
+/// then made again with its key and one member changed, pair after pair.
+#[when("they reuse each keyed write's key with one argument changed at a time")]
+async fn reuse_keys(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = crate::matrices::key_reuse_rows(w.dataset());
+    if rows.is_empty() {
+        return Err(w.fail("keyed writes whose key can be reused", "none derived from the contract"));
+    }
+    w.dirty = true;
+    for row in &rows {
+        w.call_tool(row.tool.as_str(), row.first.clone()).await?;
+        w.call_tool(row.tool.as_str(), row.changed.clone()).await?;
+    }
+    Ok(())
+}
+
+/// Each pair of the step before: the first call served (a replay of an earlier run's counts),
+/// the second not served at all — refused (MCP_IDEMPOTENCY_MISMATCH, or an access refusal of the
+/// changed ID), never replayed nor run as a new call.
+#[then("each reuse was refused, neither replayed nor run anew")]
+async fn reuses_refused(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let rows = crate::matrices::key_reuse_rows(w.dataset());
+    let calls: Vec<usize> =
+        w.history.iter().enumerate().filter(|(_, e)| e.tool.is_some()).map(|(i, _)| i).collect();
+    if calls.len() < 2 * rows.len() {
+        return Err(anyhow!("this step needs the reuses made before it"));
+    }
+    let pairs = calls[calls.len() - 2 * rows.len()..].chunks(2);
+    let mut misses = Vec::new();
+    let mut first_miss = None;
+    for (row, pair) in rows.iter().zip(pairs) {
+        let (first, second) = (&w.history[pair[0]], &w.history[pair[1]]);
+        let tool = row.tool.as_str();
+        let what = if !crate::rules::is_success(first) {
+            Some(format!("{tool}: the first call was not served ({})", first.summary()))
+        } else if crate::rules::is_success(second) {
+            let how = if crate::rules::is_replay(second) { "replayed" } else { "run as a new call" };
+            Some(format!(
+                "{tool}: the key reused with another `{}` was {how} ({})",
+                row.member,
+                second.summary()
+            ))
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            first_miss.get_or_insert(pair[1]);
+            misses.push(what);
+        }
+    }
+    if misses.is_empty() {
+        return Ok(());
+    }
+    let got = misses.iter().map(|m| format!("\n  - {m}")).collect::<String>();
+    Err(w.fail_about(
+        w.history.get(first_miss.unwrap_or(0)),
+        "every reuse of a key with another argument refused",
+        got,
+    ))
+}

@@ -315,6 +315,35 @@ async fn no_leak(w: &mut ConformanceWorld, step: &Step) -> anyhow::Result<()> {
     }
 }
 
+/// SEC-2 on the resources surface: every `resources/read` of the scenario that failed (a JSON-RPC
+/// error or a tool error) shows none of the table's words. Not applicable when no read failed
+/// (the server's reads do not go through the tool the fault was put on).
+#[then("every read that failed reveals none of these:")]
+async fn no_read_leak(w: &mut ConformanceWorld, step: &Step) -> anyhow::Result<()> {
+    let markers = super::table_words(step, "this step needs a table")?;
+    let markers: Vec<&str> = markers.iter().map(String::as_str).collect();
+    let failed: Vec<usize> = (0..w.history.len())
+        .filter(|&i| w.history[i].method == "resources/read")
+        .filter(|&i| w.history[i].rpc_error().is_some() || w.history[i].is_error())
+        .collect();
+    if failed.is_empty() {
+        return Err(
+            w.not_applicable("no resource read failed: the fault did not reach the resources surface")
+        );
+    }
+    for at in failed {
+        let hits = crate::rules::leaks(&w.history[at], &markers);
+        if !hits.is_empty() {
+            return Err(w.fail_about(
+                w.history.get(at),
+                "an error without internal detail",
+                format!("it shows {}", hits.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// ENV-7 over the scenario: every success's `data` has its tool's shape; at least one success.
 #[then("every success seen has the contract's data shape")]
 async fn data_shapes(w: &mut ConformanceWorld) -> anyhow::Result<()> {

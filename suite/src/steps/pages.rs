@@ -193,7 +193,7 @@ async fn next_as(w: &mut ConformanceWorld, persona: String) -> anyhow::Result<()
 }
 
 #[when(
-    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|re-encoded in base64|as an empty string)$"
+    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|re-encoded in base64|re-encoded in another base64 alphabet or padding|as an empty string)$"
 )]
 async fn next_tampered(w: &mut ConformanceWorld, how: String) -> anyhow::Result<()> {
     let list = list(w)?;
@@ -665,5 +665,11 @@ mod tests {
         check("abc", "truncated by one character", "ab");
         check("abc", "re-encoded in base64", "YWJj");
         check("abc", "as an empty string", "");
+        // The same bytes: "-_8" is URL-safe base64 of [251, 255]; standard writes it "+/8".
+        check("-_8", "re-encoded in another base64 alphabet or padding", "-_8=");
+        // A signed token's parts: the first that can be written otherwise is.
+        check("YWJj.-_8", "re-encoded in another base64 alphabet or padding", "YWJj.-_8=");
+        // Written alike in every form: the whole cursor encoded instead.
+        check("YWJj", "re-encoded in another base64 alphabet or padding", "WVdKag==");
     }
 }

@@ -200,3 +200,207 @@ async fn refused_alike(w: &mut ConformanceWorld, target: Target) -> anyhow::Resu
     }
     Ok(())
 }
+
+/// What the scenario's reads through child templates stand for: the foreign tenant's IDs, each
+/// paired with an absent one of its kind, in the order the templates named them.
+const CHILD_READS: &str = "child_reads";
+
+/// The foreign tenant's record of `kind` (the dataset's landmarks; an instruction of the foreign
+/// restaurant), in dataset IDs.
+fn foreign_of(w: &ConformanceWorld, kind: &str) -> Option<String> {
+    let d = w.dataset();
+    let l = &d.landmarks;
+    Some(match kind {
+        "organization" => l.foreign_organization.clone(),
+        "restaurant" => l.foreign_restaurant.clone(),
+        "order" => l.foreign_order.clone(),
+        "conversation" => l.foreign_conversation.clone(),
+        "transcript" => l.foreign_transcript.clone(),
+        _ => d.instructions.iter().find(|i| i.restaurant_id == l.foreign_restaurant)?.id.clone(),
+    })
+}
+
+/// AUTH-5 on the resources surface: every template the server advertises that names a child
+/// record (an order, a conversation, a transcript, an instruction), each variable filled with the
+/// foreign tenant's record of its kind, then with one of that kind that does not exist; each pair
+/// read in turn. Not applicable when the server advertises no such template.
+#[when(
+    "they read the foreign tenant's records through every resource template the server lists that names a child record"
+)]
+async fn read_children(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let templates = restaurant_templates(w).await?;
+    let mut pairs = Vec::new();
+    for template in &templates {
+        let foreign = |kind: &str| foreign_of(w, kind).map(|id| w.ctx().id_map.to_server(&id));
+        let Some((uri, kinds)) = rules::fill_kinds(template, foreign) else { continue };
+        if !kinds.iter().any(|k| rules::is_child(k)) {
+            continue;
+        }
+        let absent = |kind: &str| {
+            let id = foreign(kind)?;
+            Some(format!("{}_doesnotexist", id.split_once('_').map_or("x", |(p, _)| p)))
+        };
+        let Some((other, _)) = rules::fill_kinds(template, absent) else { continue };
+        let ids: Vec<(String, String)> =
+            kinds.iter().filter_map(|k| Some((foreign(k)?, absent(k)?))).collect();
+        pairs.push((uri, other, ids));
+    }
+    if pairs.is_empty() {
+        return Err(w.not_applicable("the server advertises no resource template naming a child record"));
+    }
+    let mut saved = Vec::new();
+    for (uri, absent, ids) in pairs {
+        w.rpc("resources/read", json!({ "uri": uri })).await?;
+        w.rpc("resources/read", json!({ "uri": absent })).await?;
+        saved.push(ids);
+    }
+    w.saved.insert(CHILD_READS.to_owned(), serde_json::to_string(&saved)?);
+    Ok(())
+}
+
+/// Each read of the step before: refused, telling nothing of the foreign tenant's records (the
+/// restaurant's name, organization and creation time; the order's, conversation's customer; the
+/// transcript's text), and refused exactly as the read of records that do not exist, but for
+/// the IDs each names.
+#[then(
+    "each read is refused, tells nothing of the records and is refused as the read of records that do not exist"
+)]
+async fn children_refused_alike(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let saved: Vec<Vec<(String, String)>> = serde_json::from_str(
+        w.saved
+            .get(CHILD_READS)
+            .ok_or_else(|| anyhow::anyhow!("no reads: start with the child templates"))?,
+    )?;
+    let d = w.dataset();
+    let l = &d.landmarks;
+    let mut secrets = rules::restaurant_secrets(d, &l.foreign_restaurant);
+    secrets.extend(d.orders.iter().filter(|o| o.id == l.foreign_order).map(|o| o.customer_name.clone()));
+    secrets.extend(
+        d.conversations.iter().filter(|c| c.id == l.foreign_conversation).map(|c| c.customer_name.clone()),
+    );
+    secrets.extend(
+        d.transcripts
+            .iter()
+            .filter(|t| t.id == l.foreign_transcript)
+            .map(|t| t.text.chars().take(40).collect()),
+    );
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let reads: Vec<_> = w.history.iter().filter(|ex| ex.method == "resources/read").collect();
+    let reads = &reads[reads.len().saturating_sub(2 * saved.len())..];
+    for (pair, ids) in reads.chunks(2).zip(&saved) {
+        if let Some(expected) = rules::refused_without_leak(pair[0], &secrets) {
+            return Err(w.fail_about(Some(pair[0]), expected, pair[0].summary()));
+        }
+        let foreign: Vec<&str> = ids.iter().map(|(f, _)| f.as_str()).collect();
+        let absent: Vec<&str> = ids.iter().map(|(_, a)| a.as_str()).collect();
+        if let Some(expected) = rules::refused_alike_ids(pair[0], &foreign, pair[1], &absent) {
+            let got = format!("{}\nvs. {}", pair[0].summary(), pair[1].summary());
+            return Err(w.fail_about(Some(pair[0]), expected, got));
+        }
+    }
+    Ok(())
+}
+
+/// What the scenario's prompts stand for: per prompt asked, the foreign IDs and the absent ones.
+const PROMPT_ASKS: &str = "prompt_asks";
+
+/// AUTH-4 on the prompts surface: every prompt the server lists whose arguments name records
+/// (a restaurant, a conversation, …), asked for with the foreign tenant's records, then with
+/// records that do not exist. A prompt with a required argument that names no record is left
+/// out; not applicable when none is left, or the server lists no prompts.
+#[when(
+    "they ask for every prompt the server lists about the foreign tenant's records, then about records that do not exist"
+)]
+async fn ask_prompts(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let init = client.initialize().await;
+    let ok = client.is_initialized();
+    let got = init.summary();
+    w.record(init);
+    if !ok {
+        return Err(w.fail("initialize to succeed", got));
+    }
+    w.keep_client(client)?;
+    let mut prompts: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..TEMPLATE_PAGES {
+        let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+        let ex = w.rpc("prompts/list", params).await?;
+        let Some(page) = ex.result().cloned() else {
+            return Err(w.not_applicable("prompts/list is not served"));
+        };
+        prompts.extend(page.get("prompts").and_then(Value::as_array).cloned().unwrap_or_default());
+        cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let mut asks = Vec::new();
+    for prompt in &prompts {
+        let Some(name) = prompt.get("name").and_then(Value::as_str) else { continue };
+        let arguments = prompt.get("arguments").and_then(Value::as_array).cloned().unwrap_or_default();
+        let (mut foreign, mut absent, mut ids) = (json!({}), json!({}), Vec::new());
+        let mut usable = true;
+        for arg in &arguments {
+            let Some(arg_name) = arg.get("name").and_then(Value::as_str) else { continue };
+            let required = arg.get("required").and_then(Value::as_bool).unwrap_or(false);
+            let kind = rules::kind_of(arg_name);
+            let Some(id) = kind.and_then(|k| foreign_of(w, k)).map(|id| w.ctx().id_map.to_server(&id)) else {
+                usable &= !required;
+                continue;
+            };
+            let none = format!("{}_doesnotexist", id.split_once('_').map_or("x", |(p, _)| p));
+            foreign[arg_name] = json!(id);
+            absent[arg_name] = json!(none);
+            ids.push((id, none));
+        }
+        if usable && !ids.is_empty() {
+            asks.push((name.to_owned(), foreign, absent, ids));
+        }
+    }
+    if asks.is_empty() {
+        return Err(w.not_applicable("the server lists no prompt whose arguments name a record"));
+    }
+    let mut saved = Vec::new();
+    for (name, foreign, absent, ids) in asks {
+        w.rpc("prompts/get", json!({ "name": name, "arguments": foreign })).await?;
+        w.rpc("prompts/get", json!({ "name": name, "arguments": absent })).await?;
+        saved.push(ids);
+    }
+    w.saved.insert(PROMPT_ASKS.to_owned(), serde_json::to_string(&saved)?);
+    Ok(())
+}
+
+/// Each pair of the step before: the answer about the foreign tenant's records tells nothing of
+/// them (names, creation times, customers, texts) and is the answer about records that do not
+/// exist, but for the IDs: served or refused, alike.
+#[then("each answer tells nothing of the records and is the answer about records that do not exist")]
+async fn prompts_alike(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let saved: Vec<Vec<(String, String)>> = serde_json::from_str(
+        w.saved
+            .get(PROMPT_ASKS)
+            .ok_or_else(|| anyhow::anyhow!("no prompts asked: start with the prompts"))?,
+    )?;
+    let d = w.dataset();
+    let l = &d.landmarks;
+    let mut secrets = rules::restaurant_secrets(d, &l.foreign_restaurant);
+    secrets.extend(
+        d.conversations.iter().filter(|c| c.id == l.foreign_conversation).map(|c| c.customer_name.clone()),
+    );
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let asks: Vec<_> = w.history.iter().filter(|ex| ex.method == "prompts/get").collect();
+    let asks = &asks[asks.len().saturating_sub(2 * saved.len())..];
+    for (pair, ids) in asks.chunks(2).zip(&saved) {
+        if let Some(secret) = rules::told(pair[0], &secrets) {
+            let expected = "an answer that tells nothing of another tenant's records";
+            return Err(w.fail_about(Some(pair[0]), expected, format!("it shows \"{secret}\"")));
+        }
+        let foreign: Vec<&str> = ids.iter().map(|(f, _)| f.as_str()).collect();
+        let absent: Vec<&str> = ids.iter().map(|(_, a)| a.as_str()).collect();
+        if let Some(expected) = rules::answered_alike_ids(pair[0], &foreign, pair[1], &absent) {
+            let got = format!("{}\nvs. {}", pair[0].summary(), pair[1].summary());
+            return Err(w.fail_about(Some(pair[0]), expected, got));
+        }
+    }
+    Ok(())
+}

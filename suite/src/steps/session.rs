@@ -114,6 +114,27 @@ async fn time_passes(w: &mut ConformanceWorld, hours: u64, seconds: u64) -> anyh
     Ok(())
 }
 
+/// IDEM-6's calendar edges (`crate::edges::dst_edges`): the server's clock moved forward to 12
+/// hours before the next daylight-saving change of that kind in `zone` (this year's or the
+/// next's), so the 24 hours that follow cross it.
+#[given(
+    regex = r#"^the server's clock is 12 hours before the next (spring|fall) change of "([A-Za-z_/]+)"$"#
+)]
+async fn before_dst(w: &mut ConformanceWorld, change: String, zone: String) -> anyhow::Result<()> {
+    const LEAD_S: i64 = 12 * 3600;
+    w.dirty = true;
+    let now_s = w.control()?.now_ms().await.context("reading the server's clock")?.div_euclid(1000);
+    let year = chataigne_contract::time::civil_from_days(now_s.div_euclid(86_400)).0;
+    let edge = (year..=year + 1)
+        .flat_map(crate::edges::dst_edges)
+        .find(|e| e.zone == zone && e.why.starts_with(&change) && e.at_s - LEAD_S > now_s)
+        .with_context(|| format!("no {change} change of {zone} known after the server's clock"))?;
+    let seconds = u64::try_from(edge.at_s - LEAD_S - now_s).unwrap_or(0);
+    w.control()?.advance_clock(seconds).await.context("advancing the server's clock")?;
+    w.ctx().oracle.advance_clock(seconds);
+    Ok(())
+}
+
 #[when(regex = r"^they wait (\d+) ms$")]
 async fn wait(_: &mut ConformanceWorld, ms: u64) {
     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;

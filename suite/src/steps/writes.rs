@@ -249,6 +249,59 @@ async fn order_is(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()
     }
 }
 
+/// PRE-2 on the lists: the order the last step picked is listed in `status` among the
+/// restaurant's orders of that status (every page walked until it comes): a list is a read too,
+/// and shows the state the write left, as `get_order` does.
+#[then(regex = r#"^the order is listed as "([a-z_]+)" among the restaurant's orders in that status$"#)]
+async fn order_listed(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()> {
+    let (Some(order), Some(restaurant)) = (w.saved.get("order").cloned(), w.saved.get("restaurant").cloned())
+    else {
+        return Err(anyhow!("no order picked yet"));
+    };
+    let mut args = json!({ "restaurant_id": restaurant, "status": [status], "limit": 50 });
+    for _ in 0..crate::world::MAX_WALK_PAGES {
+        w.call_tool("list_orders", args.clone()).await?;
+        let success = w.success()?;
+        let items = w.field(&success.data, "/orders")?.as_array().cloned().unwrap_or_default();
+        // The order as the server names it, or as the dataset does (a profile's `id_map`).
+        let server_id = w.ctx().id_map.to_server(&order);
+        let ours =
+            |o: &&Value| o.get("id").and_then(Value::as_str).is_some_and(|id| id == order || id == server_id);
+        if let Some(item) = items.iter().find(ours) {
+            let got = item.get("status").and_then(Value::as_str).unwrap_or("(no status)");
+            if got == status {
+                return Ok(());
+            }
+            return Err(w.fail(
+                format!("order {order} listed in status {status}"),
+                format!("listed in status {got}"),
+            ));
+        }
+        match success.meta.next_cursor {
+            Some(c) => args["cursor"] = json!(c),
+            None => {
+                return Err(w.fail(
+                    format!("order {order} among the orders of {restaurant} in status {status}"),
+                    "not listed there",
+                ));
+            }
+        }
+    }
+    Err(w.cut_walk(format!("listing the {status} orders of {restaurant}")))
+}
+
+/// A move the seed lets a server serve or refuse (a forward skip): whichever it answered, the
+/// order is where the answer says — the status asked for after a success, the one it had after a
+/// refusal (a refusal changes nothing).
+#[then(
+    regex = r#"^the order is "([a-z_]+)" if the move was served, and still "([a-z_]+)" if it was refused$"#
+)]
+async fn order_as_answered(w: &mut ConformanceWorld, moved: String, before: String) -> anyhow::Result<()> {
+    let last = w.last()?;
+    let served = last.structured().is_some() && !last.is_error();
+    order_is(w, if served { moved } else { before }).await
+}
+
 /// PRE-2 for restaurants: the caller's view of the status is given.
 #[when(expr = "they ask to set {target} to {snake}, saying they saw it {snake}")]
 async fn set_restaurant_seen(
