@@ -318,6 +318,22 @@ Feature: Authentication and authorization
     When they call the tool "refund_order" with no arguments
     Then the answer is the JSON-RPC error -32602
 
+  # A refusal is the whole answer: a write refused for the role has had no effect either (a check
+  # made after the write would refuse it and keep it).
+  @AUTH-8
+  Scenario: A message a viewer may not send is not sent
+    Given the persona "viewer"
+    When they send the message "Viewer CANARY" in the long conversation with the key "auth8-viewer-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the long conversation has exactly 0 messages "Viewer CANARY"
+
+  @AUTH-8
+  Scenario: An instruction a viewer may not add is not added
+    Given the persona "viewer"
+    When they create the instruction "Viewer CANARY" in the busy restaurant with the key "auth8-viewer-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the busy restaurant has exactly 0 instructions "Viewer CANARY"
+
   @AUTH-8
   Scenario: A call that fails the schema and the role changes nothing
     Given the persona "viewer"

@@ -80,6 +80,17 @@ Feature: Pagination
       | 20    |
       | 50    |
 
+  # Every list of a restaurant, not the orders alone: monotone in its timestamp across pages.
+  @PAG-4
+  Scenario Outline: Walking every page of the <list> yields each once, in one order
+    When they walk all the <list> of the busy restaurant with limit <limit>
+    Then the walk yields every <item> of the busy restaurant exactly once, in one order
+
+    Examples:
+      | list          | item         | limit |
+      | conversations | conversation | 5     |
+      | instructions  | instruction  | 50    |
+
   @PAG-3 @PAG-4
   Scenario: Walking every page with limit 1 yields every order once, in one order, across a tie
     # One order per page, over the marketplace orders (34, two of them created the same second):

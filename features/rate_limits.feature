@@ -31,6 +31,14 @@ Feature: Rate limits
     When they get the busy restaurant
     Then the call succeeds
 
+  # Every kind of tool has its rate: analytics is read at the read rate.
+  @LIM-2
+  Scenario: The analytics tool serves 1000 calls a minute, then refuses
+    Given the persona "owner_second_client"
+    When they ask for the analytics of the busy restaurant again and again, until they are refused
+    Then the first 1000 calls were all served, and a refusal came in time
+    And the refusal is a rate limit
+
   # Replays of one keyed message are successful calls that change nothing: a run adds one message
   # (with the scenario's canary) and the dataset stays re-runnable.
   @LIM-2

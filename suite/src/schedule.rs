@@ -99,6 +99,7 @@ pub const BURST_STEPS: &[(&str, &str)] = &[
     ("they get ", "get_restaurant"),
     ("they send the message ", "send_message"),
     ("they ask to set ", "set_restaurant_status"),
+    ("they ask for the analytics of ", "get_analytics"),
 ];
 
 /// The tool a step calls until the server refuses, if it is a burst step (`*`: one this table

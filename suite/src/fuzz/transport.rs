@@ -45,6 +45,9 @@ const UNKNOWN_METHOD: &str = "orders/teleport";
 const NOT_JSON: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list""#;
 /// LIM-7: 1 MiB is read, a byte more is refused with 413.
 const MAX_BODY: usize = chataigne_contract::MAX_BODY_BYTES;
+/// AUTH-1 for a token that was sent but never issued: challenged like a missing one.
+const MADE_UP: &str = "made-up token";
+const MADE_UP_TOKEN: &str = "not-a-token-CANARY";
 /// A body probe sent chunked, without a Content-Length.
 const BODY_CHUNKED: &str = " chunked";
 
@@ -123,6 +126,7 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(ORIGINS.iter().map(|o| format!("{ORIGIN_CALL}{o}")));
     out.push(format!("{HOST_CALL}{FOREIGN_HOST}"));
     out.push("no token".to_owned());
+    out.push(MADE_UP.to_owned());
     if engine.caller.can_call_as("other_audience") {
         out.push("other audience".to_owned());
     }
@@ -420,6 +424,13 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         let rule = rules::challenge_on_origin(&ex, &ctx.endpoint).map(drop);
         return judged("AUTH-1", "initialize", ex.clone(), rule);
     }
+    if name == MADE_UP {
+        let mut client =
+            ctx.anonymous_client(Some(MADE_UP_TOKEN.to_owned()), Some("(a made-up token)".to_owned()));
+        let ex = send(engine, client.initialize());
+        let rule = rules::challenge_on_origin(&ex, &ctx.endpoint).map(drop);
+        return judged("AUTH-1", "initialize", ex.clone(), rule);
+    }
     if name == "other audience" {
         let Some(mut client) = ctx.client("other_audience") else { return Vec::new() };
         let ex = send(engine, client.initialize());
@@ -606,6 +617,12 @@ pub fn scenario(name: &str) -> Vec<String> {
     if name == "no token" {
         return vec![
             s("When someone without a token initializes"),
+            s("Then the answer is HTTP 401 with a bearer challenge naming the resource metadata"),
+        ];
+    }
+    if name == MADE_UP {
+        return vec![
+            s(&format!("When someone with the token \"{MADE_UP_TOKEN}\" initializes")),
             s("Then the answer is HTTP 401 with a bearer challenge naming the resource metadata"),
         ];
     }

@@ -295,6 +295,21 @@ async fn get_until_refused(w: &mut ConformanceWorld, target: Target) -> anyhow::
     until_refused(w, plan).await
 }
 
+/// LIM-2 for the analytics kind: one small range and metric, again and again.
+#[when(expr = "they ask for the analytics of {target} again and again, until they are refused")]
+async fn analytics_until_refused(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
+    let id = w.landmark(&target)?;
+    let tool = "get_analytics";
+    let plan = Plan {
+        tool: tool.to_owned(),
+        args: json!({ "restaurant_id": id, "metrics": ["orders_count"], "from": "2026-01-01", "to": "2026-01-31" }),
+        limit: rate_of(tool)?,
+        expect: Expect::Success,
+        lead_alone: false,
+    };
+    until_refused(w, plan).await
+}
+
 /// Replays of one keyed write: successful calls that change nothing after the first.
 #[when(
     expr = "they send the message {quoted} in {target} with the key {quoted}, then again and again, until they are refused"

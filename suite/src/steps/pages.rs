@@ -549,6 +549,30 @@ async fn walk_messages(w: &mut ConformanceWorld, target: Target) -> anyhow::Resu
     compare(w, &format!("messages of {conversation}"), &expected, Others::Added("sent_at"))
 }
 
+/// PAG-4 on the other lists of a restaurant: every conversation of the dataset once, in one
+/// order of `created_at` the pages agree on (no tool creates conversations).
+#[then(expr = "the walk yields every conversation of {target} exactly once, in one order")]
+async fn walk_conversations(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let mut items: Vec<_> =
+        w.dataset().conversations.iter().filter(|c| c.restaurant_id == restaurant).collect();
+    items.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+    let expected: Vec<Stamped> = items.into_iter().map(|c| (c.id.clone(), c.created_at.clone())).collect();
+    compare(w, &format!("conversations of {restaurant}"), &expected, Others::Refused)
+}
+
+/// PAG-4 for instructions: the dataset's once, in one order of `created_at`; instructions that
+/// scenarios and earlier runs created stay on a server nothing resets, each once and in its place.
+#[then(expr = "the walk yields every instruction of {target} exactly once, in one order")]
+async fn walk_instructions(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let mut items: Vec<_> =
+        w.dataset().instructions.iter().filter(|i| i.restaurant_id == restaurant).collect();
+    items.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
+    let expected: Vec<Stamped> = items.into_iter().map(|i| (i.id.clone(), i.created_at.clone())).collect();
+    compare(w, &format!("instructions of {restaurant}"), &expected, Others::Added("created_at"))
+}
+
 #[then("every page of the walk but the last has a next cursor")]
 async fn walk_cursors(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let walk = the_walk(w)?;
