@@ -9,75 +9,11 @@ Usage (from the repository root, after `cargo build -p mock-server --bins --exam
   env: MOCK=target/debug/chataigne-mock PROXY=target/debug/examples/fault_proxy
        OUT=target/outside-faults-b4-proofs (server and proxy logs) PORT=18600 (uses PORT..PORT+1, PORT+20..PORT+21)
 """
-import json, os, subprocess, sys, time, urllib.request, urllib.error
+import json, os, sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MOCK = os.path.abspath(os.environ.get("MOCK", "target/debug/chataigne-mock"))
-PROXY = os.path.abspath(os.environ.get("PROXY", "target/debug/examples/fault_proxy"))
-LOG = os.path.abspath(os.environ.get("OUT", "target/outside-faults-b4-proofs"))
-PORT = int(os.environ.get("PORT", "18600"))
-os.makedirs(LOG, exist_ok=True)
-
-class Pair:
-    def __init__(self, port, fault):
-        self.port, self.pport, self.fault = port, port + 1, fault
-        self.mock = subprocess.Popen([MOCK, "--listen", f"127.0.0.1:{port}", "--public-url", f"http://127.0.0.1:{port+1}",
-            "--control-api", "--control-secret", "bench-secret", "--log-format", "json", "--log-file", f"{LOG}/server-{port}.log"],
-            stderr=open(f"{LOG}/server-{port}.err", "w"), cwd=ROOT)
-        env = dict(os.environ, FAULT_CONTROL_SECRET="bench-secret")
-        self.proxy = subprocess.Popen([PROXY, f"127.0.0.1:{port+1}", f"127.0.0.1:{port}", fault],
-            stderr=open(f"{LOG}/proxy-{port}.err", "w"), cwd=ROOT, env=env)
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port+1}/.well-known/oauth-protected-resource", timeout=1); break
-            except Exception: time.sleep(0.05)
-        self.n = 0
-    def stop(self):
-        for p in (self.proxy, self.mock):
-            p.terminate()
-            p.wait()
-    def http(self, method, path, body=None, headers=None, control=False):
-        port = self.port if control else self.pport
-        h = dict(headers or {})
-        if control: h["x-control-secret"] = "bench-secret"
-        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers=h, method=method)
-        try: r = urllib.request.urlopen(req, timeout=60)
-        except urllib.error.HTTPError as e: r = e
-        data = r.read()
-        try: j = json.loads(data)
-        except Exception: j = None
-        return r.status, dict(r.headers), j, data
-    def control(self, method, path, body=None):
-        b = json.dumps(body).encode() if body is not None else None
-        return self.http(method, "/control" + path, b, {"content-type": "application/json"}, control=True)[2]
-    def rpc(self, persona, method, params=None, version="2025-11-25", notification=False, headers=None):
-        self.n += 1
-        msg = {"jsonrpc": "2.0", "method": method}
-        if not notification: msg["id"] = self.n
-        if params is not None: msg["params"] = params
-        h = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        if version: h["mcp-protocol-version"] = version
-        if persona: h["authorization"] = "Bearer dev-token-" + persona
-        h.update(headers or {})
-        return self.http("POST", "/mcp", json.dumps(msg).encode(), h)
-    def tool(self, persona, name, args):
-        s, h, j, d = self.rpc(persona, "tools/call", {"name": name, "arguments": args})
-        return j["result"] if j and "result" in j else j
-def sc(r): return r.get("structuredContent", {}) if isinstance(r, dict) else {}
-def err(r):
-    e = sc(r).get("data", {}).get("error")
-    return e["code"] if e else None
-def items(r, key): return sc(r).get("data", {}).get(key)
-def ids(r, key): return [x["id"] for x in (items(r, key) or [])]
-def meta(r): return sc(r).get("meta", {})
-def summary(r):
-    e = err(r)
-    return e if e else "ok"
-
-S = {}
-def scenario(name):
-    def deco(f): S[name] = f; return f
-    return deco
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from outside_faults_proofs import *  # noqa: E402,F401,F403 (the harness: Pair, scenario, main, …)
+configure("target/outside-faults-b4-proofs", 18600)
 
 @scenario("b4-auth4-resource-foreign-oracle")
 def _(p):
@@ -324,23 +260,5 @@ def _(p):
     r = p.tool("owner", "get_analytics", {"restaurant_id": "rst_central", "metrics": ["orders_count", "revenue_cents"], "from": "2026-11-01", "to": "2026-11-30"})
     t = sc(r)["data"]["totals"]
     return {k: type(v).__name__ for k, v in t.items()}
-
-def main():
-    names = sys.argv[1:] or list(S)
-    results = {}
-    for i, name in enumerate(names):
-        obs = {}
-        for fault, port in (("none", PORT), (name, PORT + 20)):
-            p = Pair(port, fault)
-            try: obs[fault] = S[name](p)
-            except Exception as e: obs[fault] = f"EXCEPTION {type(e).__name__}: {e}"
-            finally: p.stop()
-        differs = json.dumps(obs["none"], sort_keys=True, default=str) != json.dumps(obs[name], sort_keys=True, default=str)
-        results[name] = differs
-        print(f"## {name}: {'DIFFERS' if differs else 'SAME'}")
-        print(f"   none : {json.dumps(obs['none'], ensure_ascii=False, default=str)}")
-        print(f"   fault: {json.dumps(obs[name], ensure_ascii=False, default=str)}", flush=True)
-    print(f"\n{sum(results.values())}/{len(results)} differ")
-    sys.exit(0 if all(results.values()) else 1)
 
 main()

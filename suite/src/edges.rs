@@ -260,28 +260,17 @@ fn sunday(year: i64, month: u32, n: usize) -> u32 {
 /// Sunday of November, 06:00 UTC), in the order they come.
 pub fn dst_edges(year: i64) -> Vec<DstEdge> {
     let at = |month: u32, day: u32, hour: i64| days_from_civil(year, month, day) * 86_400 + hour * 3600;
-    let mut out = vec![
-        DstEdge {
-            zone: "America/New_York",
-            at_s: at(3, sunday(year, 3, 2), 7),
-            why: "spring forward (23-hour day)",
-        },
-        DstEdge {
-            zone: "Europe/Paris",
-            at_s: at(3, sunday(year, 3, 0), 1),
-            why: "spring forward (23-hour day)",
-        },
-        DstEdge {
-            zone: "Europe/Paris",
-            at_s: at(10, sunday(year, 10, 0), 1),
-            why: "fall back (25-hour day)",
-        },
-        DstEdge {
-            zone: "America/New_York",
-            at_s: at(11, sunday(year, 11, 1), 6),
-            why: "fall back (25-hour day)",
-        },
-    ];
+    const SPRING: &str = "spring forward (23-hour day)";
+    const FALL: &str = "fall back (25-hour day)";
+    let mut out: Vec<DstEdge> = [
+        ("America/New_York", at(3, sunday(year, 3, 2), 7), SPRING),
+        ("Europe/Paris", at(3, sunday(year, 3, 0), 1), SPRING),
+        ("Europe/Paris", at(10, sunday(year, 10, 0), 1), FALL),
+        ("America/New_York", at(11, sunday(year, 11, 1), 6), FALL),
+    ]
+    .into_iter()
+    .map(|(zone, at_s, why)| DstEdge { zone, at_s, why })
+    .collect();
     out.sort_by_key(|e| e.at_s);
     out
 }

@@ -98,13 +98,7 @@ pub fn fill_restaurant(template: &str, id: &str) -> Option<String> {
 pub fn answered_alike_ids(a: &Exchange, a_ids: &[&str], b: &Exchange, b_ids: &[&str]) -> Option<String> {
     let masked = |ex: &Exchange, ids: &[&str]| {
         let message = ex.message()?;
-        let mut answer = message.get("result").or_else(|| message.get("error"))?.clone();
-        without_request_ids(&mut answer);
-        let mut text = answer.to_string();
-        for (i, id) in ids.iter().enumerate().filter(|(_, id)| !id.is_empty()) {
-            text = text.replace(id, &format!("<id{i}>"));
-        }
-        Some(text)
+        Some(masked(message.get("result").or_else(|| message.get("error"))?, ids))
     };
     match (masked(a, a_ids), masked(b, b_ids)) {
         (Some(x), Some(y)) if x == y => None,
@@ -116,6 +110,17 @@ pub fn answered_alike_ids(a: &Exchange, a_ids: &[&str], b: &Exchange, b_ids: &[&
 pub fn told<'s>(ex: &Exchange, secrets: &[&'s str]) -> Option<&'s str> {
     let body = ex.response().map(|r| r.body.as_str()).unwrap_or_default();
     secrets.iter().copied().filter(|s| !s.is_empty()).find(|s| body.contains(s))
+}
+
+/// `answer` as text with every `request_id` member left out and each of `ids` written `<idN>`.
+fn masked(answer: &Value, ids: &[&str]) -> String {
+    let mut answer = answer.clone();
+    without_request_ids(&mut answer);
+    let mut text = answer.to_string();
+    for (i, id) in ids.iter().enumerate().filter(|(_, id)| !id.is_empty()) {
+        text = text.replace(id, &format!("<id{i}>"));
+    }
+    text
 }
 
 fn without_request_ids(v: &mut Value) {
@@ -219,15 +224,7 @@ pub fn refused_alike(a: &Exchange, a_id: &str, b: &Exchange, b_id: &str) -> Opti
 
 /// [`refused_alike`] for reads naming several IDs each (`a_ids[i]` stands where `b_ids[i]` does).
 pub fn refused_alike_ids(a: &Exchange, a_ids: &[&str], b: &Exchange, b_ids: &[&str]) -> Option<String> {
-    let masked = |ex: &Exchange, ids: &[&str]| {
-        let mut error = ex.rpc_error()?.clone();
-        without_request_ids(&mut error);
-        let mut text = error.to_string();
-        for (i, id) in ids.iter().enumerate().filter(|(_, id)| !id.is_empty()) {
-            text = text.replace(id, &format!("<id{i}>"));
-        }
-        Some(text)
-    };
+    let masked = |ex: &Exchange, ids: &[&str]| Some(masked(ex.rpc_error()?, ids));
     match (masked(a, a_ids), masked(b, b_ids)) {
         (Some(x), Some(y)) if x == y => None,
         (Some(_), Some(_)) => Some(
