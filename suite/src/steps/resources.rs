@@ -266,24 +266,8 @@ async fn read_children(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     "each read is refused, tells nothing of the records and is refused as the read of records that do not exist"
 )]
 async fn children_refused_alike(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let saved: Vec<Vec<(String, String)>> = serde_json::from_str(
-        w.saved
-            .get(CHILD_READS)
-            .ok_or_else(|| anyhow::anyhow!("no reads: start with the child templates"))?,
-    )?;
-    let d = w.dataset();
-    let l = &d.landmarks;
-    let mut secrets = rules::restaurant_secrets(d, &l.foreign_restaurant);
-    secrets.extend(d.orders.iter().filter(|o| o.id == l.foreign_order).map(|o| o.customer_name.clone()));
-    secrets.extend(
-        d.conversations.iter().filter(|c| c.id == l.foreign_conversation).map(|c| c.customer_name.clone()),
-    );
-    secrets.extend(
-        d.transcripts
-            .iter()
-            .filter(|t| t.id == l.foreign_transcript)
-            .map(|t| t.text.chars().take(40).collect()),
-    );
+    let saved = saved_pairs(w, CHILD_READS, "no reads: start with the child templates")?;
+    let secrets = foreign_secrets(w);
     let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
     let reads: Vec<_> = w.history.iter().filter(|ex| ex.method == "resources/read").collect();
     let reads = &reads[reads.len().saturating_sub(2 * saved.len())..];
@@ -376,17 +360,8 @@ async fn ask_prompts(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// exist, but for the IDs: served or refused, alike.
 #[then("each answer tells nothing of the records and is the answer about records that do not exist")]
 async fn prompts_alike(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let saved: Vec<Vec<(String, String)>> = serde_json::from_str(
-        w.saved
-            .get(PROMPT_ASKS)
-            .ok_or_else(|| anyhow::anyhow!("no prompts asked: start with the prompts"))?,
-    )?;
-    let d = w.dataset();
-    let l = &d.landmarks;
-    let mut secrets = rules::restaurant_secrets(d, &l.foreign_restaurant);
-    secrets.extend(
-        d.conversations.iter().filter(|c| c.id == l.foreign_conversation).map(|c| c.customer_name.clone()),
-    );
+    let saved = saved_pairs(w, PROMPT_ASKS, "no prompts asked: start with the prompts")?;
+    let secrets = foreign_secrets(w);
     let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
     let asks: Vec<_> = w.history.iter().filter(|ex| ex.method == "prompts/get").collect();
     let asks = &asks[asks.len().saturating_sub(2 * saved.len())..];
@@ -403,4 +378,29 @@ async fn prompts_alike(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a step saved of the pairs it sent: per pair, the foreign IDs and the absent ones.
+fn saved_pairs(w: &ConformanceWorld, key: &str, missing: &str) -> anyhow::Result<Vec<Vec<(String, String)>>> {
+    let text = w.saved.get(key).ok_or_else(|| anyhow::anyhow!("{missing}"))?;
+    Ok(serde_json::from_str(text)?)
+}
+
+/// What only the foreign tenant's records tell of themselves: the restaurant's name, creation
+/// time and organization, the order's and the conversation's customer, the transcript's opening.
+fn foreign_secrets(w: &ConformanceWorld) -> Vec<String> {
+    let d = w.dataset();
+    let l = &d.landmarks;
+    let mut secrets = rules::restaurant_secrets(d, &l.foreign_restaurant);
+    secrets.extend(d.orders.iter().filter(|o| o.id == l.foreign_order).map(|o| o.customer_name.clone()));
+    secrets.extend(
+        d.conversations.iter().filter(|c| c.id == l.foreign_conversation).map(|c| c.customer_name.clone()),
+    );
+    secrets.extend(
+        d.transcripts
+            .iter()
+            .filter(|t| t.id == l.foreign_transcript)
+            .map(|t| t.text.chars().take(40).collect()),
+    );
+    secrets
 }
