@@ -317,6 +317,24 @@ impl ConformanceWorld {
             .with_context(|| format!("the profile has no token for persona \"{persona}\""))
     }
 
+    /// A new session of the current persona: its `initialize` recorded, and a failure of the step
+    /// unless it initialized. Whether `initialize` advertised `capability`, when one is named.
+    pub async fn started_client(
+        &mut self,
+        capability: Option<&str>,
+    ) -> anyhow::Result<(McpClient, Option<bool>)> {
+        let mut client = self.fresh_client()?;
+        let init = client.initialize().await;
+        let initialized = client.is_initialized();
+        let advertised = capability.and_then(|c| crate::rules::capabilities::advertised(&init, c));
+        let got = init.summary();
+        self.record(init);
+        if !initialized {
+            return Err(self.fail("initialize to succeed", got));
+        }
+        Ok((client, advertised))
+    }
+
     /// Make `client` the current persona's session.
     pub fn keep_client(&mut self, client: McpClient) -> anyhow::Result<()> {
         let persona = self.persona()?.to_owned();

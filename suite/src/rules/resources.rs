@@ -13,13 +13,6 @@ pub const ABSENT_RESTAURANT: &str = "rst_doesnotexist";
 /// At most this many pages of `resources/templates/list` are walked.
 pub const TEMPLATE_PAGES: usize = 20;
 
-/// Whether `initialize`'s result advertises the resources capability; `None` when the answer
-/// is no result at all (nothing proven either way).
-pub fn advertises_resources(initialize: &Exchange) -> Option<bool> {
-    let result = initialize.result()?;
-    Some(result.pointer("/capabilities/resources").is_some_and(|c| !c.is_null()))
-}
-
 /// The status a read of the restaurant `id` states for it (PRE-2 on this surface): an error, or a
 /// result with no contents, is `Err` (what it was); `Ok(None)` when no JSON text of the contents
 /// holds an object with that `id` and a string `status`; otherwise that status (the first found,

@@ -111,14 +111,7 @@ const SAVED_SESSION_REQUESTS: &str = "session_requests";
 /// stream's GET and the session's DELETE are sent in it with `credentials`' token (none, or
 /// another persona's) in place of the persona's.
 async fn session_with(w: &mut ConformanceWorld, credentials: Option<String>) -> anyhow::Result<()> {
-    let mut own = w.fresh_client()?;
-    let init = own.initialize().await;
-    let initialized = own.is_initialized();
-    let got = init.summary();
-    w.record(init);
-    if !initialized {
-        return Err(w.fail("initialize to succeed", got));
-    }
+    let (mut own, _) = w.started_client(None).await?;
     // The session in use, with the persona's own token, before anything is sent without it.
     let listed = own.request("tools/list", json!({})).await;
     w.record(listed);

@@ -15,14 +15,7 @@ const MAX_ENTRIES: usize = 500;
 
 #[when("they start a session and ask for every list the protocol has and every entry listed")]
 async fn ask_everything(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let mut client = w.fresh_client()?;
-    let init = client.initialize().await;
-    let initialized = client.is_initialized();
-    let got = init.summary();
-    w.record(init);
-    if !initialized {
-        return Err(w.fail("initialize to succeed", got));
-    }
+    let (client, _) = w.started_client(None).await?;
     w.keep_client(client)?;
     let mut uris = Vec::new();
     let mut prompts = Vec::new();

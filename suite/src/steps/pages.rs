@@ -504,10 +504,15 @@ fn second(timestamp: &str) -> &str {
 /// The restaurant's orders (with `channel`, if given) and their `created_at`, in the reference's
 /// order: newest first, then `id` descending.
 fn orders_newest_first(w: &ConformanceWorld, restaurant: &str, channel: Option<&str>) -> Vec<Stamped> {
-    let mut orders: Vec<_> =
-        w.dataset().orders_of(restaurant).filter(|o| channel.is_none_or(|c| o.channel == c)).collect();
-    orders.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
-    orders.into_iter().map(|o| (o.id.clone(), o.created_at.clone())).collect()
+    let orders = w.dataset().orders_of(restaurant).filter(|o| channel.is_none_or(|c| o.channel == c));
+    newest_first(orders.map(|o| (&o.id, &o.created_at)))
+}
+
+/// Items as (ID, timestamp), in the reference's order: newest first, then `id` descending.
+fn newest_first<'a>(items: impl Iterator<Item = (&'a String, &'a String)>) -> Vec<Stamped> {
+    let mut items: Vec<Stamped> = items.map(|(id, at)| (id.clone(), at.clone())).collect();
+    items.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    items
 }
 
 #[then(expr = "the walk yields every order of {target} exactly once, in one order")]
@@ -540,10 +545,8 @@ async fn walk_orders_channel(
 #[then(expr = "the walk yields every message of {target} exactly once, in one order")]
 async fn walk_messages(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let conversation = w.landmark(&target)?;
-    let mut messages: Vec<_> =
-        w.dataset().messages.iter().filter(|m| m.conversation_id == conversation).collect();
-    messages.sort_by(|a, b| b.sent_at.cmp(&a.sent_at).then_with(|| b.id.cmp(&a.id)));
-    let expected: Vec<Stamped> = messages.into_iter().map(|m| (m.id.clone(), m.sent_at.clone())).collect();
+    let messages = w.dataset().messages.iter().filter(|m| m.conversation_id == conversation);
+    let expected = newest_first(messages.map(|m| (&m.id, &m.sent_at)));
     // Messages sent by earlier scenarios and runs (SEC-1, IDEM-2, LIM-2) or by people stay on a
     // server nothing resets: they must come once and in their place, whoever sent them.
     compare(w, &format!("messages of {conversation}"), &expected, Others::Added("sent_at"))
@@ -554,10 +557,8 @@ async fn walk_messages(w: &mut ConformanceWorld, target: Target) -> anyhow::Resu
 #[then(expr = "the walk yields every conversation of {target} exactly once, in one order")]
 async fn walk_conversations(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
-    let mut items: Vec<_> =
-        w.dataset().conversations.iter().filter(|c| c.restaurant_id == restaurant).collect();
-    items.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
-    let expected: Vec<Stamped> = items.into_iter().map(|c| (c.id.clone(), c.created_at.clone())).collect();
+    let items = w.dataset().conversations.iter().filter(|c| c.restaurant_id == restaurant);
+    let expected = newest_first(items.map(|c| (&c.id, &c.created_at)));
     compare(w, &format!("conversations of {restaurant}"), &expected, Others::Refused)
 }
 
@@ -566,10 +567,8 @@ async fn walk_conversations(w: &mut ConformanceWorld, target: Target) -> anyhow:
 #[then(expr = "the walk yields every instruction of {target} exactly once, in one order")]
 async fn walk_instructions(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
     let restaurant = w.landmark(&target)?;
-    let mut items: Vec<_> =
-        w.dataset().instructions.iter().filter(|i| i.restaurant_id == restaurant).collect();
-    items.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| b.id.cmp(&a.id)));
-    let expected: Vec<Stamped> = items.into_iter().map(|i| (i.id.clone(), i.created_at.clone())).collect();
+    let items = w.dataset().instructions.iter().filter(|i| i.restaurant_id == restaurant);
+    let expected = newest_first(items.map(|i| (&i.id, &i.created_at)));
     compare(w, &format!("instructions of {restaurant}"), &expected, Others::Added("created_at"))
 }
 

@@ -119,15 +119,7 @@ async fn change_created(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// for the reads that follow). Not applicable when the server says it has none: no resources
 /// capability in `initialize`, or -32601 for the list.
 async fn restaurant_templates(w: &mut ConformanceWorld) -> anyhow::Result<Vec<String>> {
-    let mut client = w.fresh_client()?;
-    let init = client.initialize().await;
-    let initialized = client.is_initialized();
-    let advertised = rules::advertises_resources(&init);
-    let got = init.summary();
-    w.record(init);
-    if !initialized {
-        return Err(w.fail("initialize to succeed", got));
-    }
+    let (client, advertised) = w.started_client(Some("resources")).await?;
     w.keep_client(client)?;
     if advertised == Some(false) {
         return Err(w.not_applicable("initialize advertises no resources capability"));
@@ -296,14 +288,7 @@ const PROMPT_ASKS: &str = "prompt_asks";
     "they ask for every prompt the server lists about the foreign tenant's records, then about records that do not exist"
 )]
 async fn ask_prompts(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let mut client = w.fresh_client()?;
-    let init = client.initialize().await;
-    let ok = client.is_initialized();
-    let got = init.summary();
-    w.record(init);
-    if !ok {
-        return Err(w.fail("initialize to succeed", got));
-    }
+    let (client, _) = w.started_client(None).await?;
     w.keep_client(client)?;
     let mut prompts: Vec<Value> = Vec::new();
     let mut cursor: Option<String> = None;

@@ -237,7 +237,7 @@ fn foreign_read(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         return Vec::new();
     };
     let init = send(engine, client.initialize());
-    if !client.is_initialized() || res::advertises_resources(&init) != Some(true) {
+    if !client.is_initialized() || caps::advertised(&init, "resources") != Some(true) {
         return Vec::new();
     }
     let mut templates = Vec::new();
