@@ -536,7 +536,7 @@ fn sibling_args(args: &Value) -> Option<Value> {
 }
 
 /// The read that lists what `tool` created (`oracle::READ_BACK`), with the write's scope IDs and
-/// its page size at the schema's maximum, when the server publishes it.
+/// its page size at the contract's maximum, when the server publishes it.
 fn read_back<'t>(engine: &'t Engine<'_>, tool: &str, args: &Value) -> Option<(&'t str, Value)> {
     let read = crate::oracle::READ_BACK.iter().find(|(w, _)| *w == tool).map(|(_, r)| *r)?;
     let t = engine.tool(read)?;
