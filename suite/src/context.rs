@@ -208,6 +208,9 @@ pub struct RunContext {
     pub calls: Arc<crate::schedule::CallLog>,
     /// The differential oracle: the reference to compare with, or why nothing is compared.
     pub oracle: crate::oracle::Oracle,
+    /// Each persona's records of other tenants, as the server names them (the judge's
+    /// tenancy rules, `rules::records`).
+    pub tenancy: crate::rules::records::Tenancy,
 }
 
 /// A protocol fault found before any scenario runs: the clause and the exchange that shows it.

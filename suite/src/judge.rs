@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::client::Exchange;
 use crate::context::Published;
 use crate::invariants as inv;
+use crate::rules::records::{self, Tenancy};
 
 /// Whether the seed requires a rule, or this project's contract adds it (docs/CONTRACT.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -31,6 +32,8 @@ pub struct Seen<'a> {
     pub token: Option<&'a str>,
     /// What the server published (output schemas, PROTO-4); `None` where nothing was read.
     pub published: Option<&'a Published>,
+    /// Each persona's records of other tenants (`rules::records`); `None` where no dataset is read.
+    pub tenancy: Option<&'a Tenancy>,
 }
 
 /// One rule of the contract, applied to every exchange it concerns.
@@ -176,6 +179,94 @@ pub const RULES: &[Rule] = &[
         choice: None,
         applies: |s| inv::applies_error(s.ex),
         check: |s| inv::no_echo(s.ex, s.token),
+    },
+    Rule {
+        name: "no-record-of-another-tenant",
+        clause: records::FOREIGN,
+        level: Seed,
+        choice: None,
+        applies: |s| s.tenancy.is_some_and(|t| records::applies_tenancy(s.ex, t, records::FOREIGN)),
+        check: |s| records::foreign_record(s.ex, s.tenancy?, records::FOREIGN),
+    },
+    Rule {
+        name: "no-record-through-a-revoked-membership",
+        clause: records::REVOKED,
+        level: Seed,
+        choice: None,
+        applies: |s| s.tenancy.is_some_and(|t| records::applies_tenancy(s.ex, t, records::REVOKED)),
+        check: |s| records::foreign_record(s.ex, s.tenancy?, records::REVOKED),
+    },
+    Rule {
+        name: "no-record-of-another-tenant-through-own-restaurant",
+        clause: records::NOT_OWNED,
+        level: Seed,
+        choice: None,
+        applies: |s| s.tenancy.is_some_and(|t| records::applies_tenancy(s.ex, t, records::NOT_OWNED)),
+        check: |s| records::foreign_record(s.ex, s.tenancy?, records::NOT_OWNED),
+    },
+    Rule {
+        name: "tool-served-only-with-its-scope",
+        clause: records::SCOPE,
+        level: Seed,
+        choice: None,
+        applies: |s| s.tenancy.is_some_and(|t| records::applies_scope(s.ex, t)),
+        check: |s| records::served_without_scope(s.ex, s.tenancy?),
+    },
+    Rule {
+        name: "tool-served-only-to-its-role",
+        clause: records::ROLE,
+        level: Seed,
+        choice: None,
+        applies: |s| s.tenancy.is_some_and(|t| records::applies_role(s.ex, t)),
+        check: |s| records::served_below_role(s.ex, s.tenancy?),
+    },
+    Rule {
+        name: "record-served-is-the-one-addressed",
+        clause: records::NOT_OWNED,
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_addressed(s.ex),
+        check: |s| records::addressed_record(s.ex),
+    },
+    Rule {
+        name: "page-size-by-default-and-limit",
+        clause: "PAG-1",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_page(s.ex),
+        check: |s| records::page_size(s.ex),
+    },
+    Rule {
+        name: "next-cursor-not-empty",
+        clause: "PAG-3",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_next_cursor(s.ex),
+        check: |s| records::empty_next_cursor(s.ex),
+    },
+    Rule {
+        name: "messages-within-their-limit",
+        clause: "PAG-8",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_page(s.ex) && s.ex.tool.as_deref() == Some("get_conversation"),
+        check: |s| records::message_count(s.ex),
+    },
+    Rule {
+        name: "page-ordered-by-a-timestamp",
+        clause: "PAG-4",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_page(s.ex),
+        check: |s| records::page_order(s.ex),
+    },
+    Rule {
+        name: "list-items-meet-the-filters",
+        clause: "PAG-4",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_filters(s.ex),
+        check: |s| records::filtered_items(s.ex),
     },
     Rule {
         name: "success-data-has-contract-shape",

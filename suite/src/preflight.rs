@@ -105,9 +105,11 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         }
     };
 
+    let id_map = profile.id_map();
+    let tenancy = crate::rules::records::Tenancy::new(&dataset, |id| id_map.to_server(id));
     Ok(RunContext {
         options: RunOptions::default(),
-        id_map: profile.id_map(),
+        id_map,
         profile,
         endpoint,
         stdio,
@@ -124,6 +126,7 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
         rate_waits: Default::default(),
         calls,
         oracle,
+        tenancy,
     })
 }
 
@@ -343,7 +346,7 @@ fn classify(ex: &Exchange, endpoint: &str) -> Init {
 /// What a served `initialize` broke: the JSON-RPC correlation (PROTO-2) or the transport and
 /// lifecycle (PROTO-1), with the exchange as evidence.
 fn unreadable(ex: &Exchange, endpoint: &str, status: u16) -> ProtocolFault {
-    let seen = crate::judge::Seen { ex, token: None, published: None };
+    let seen = crate::judge::Seen { ex, token: None, published: None, tenancy: None };
     let violations: Vec<_> =
         crate::judge::judge(&seen).1.into_iter().filter(|b| b.clause.starts_with("PROTO-")).collect();
     let clause = violations.iter().find(|v| v.clause == "PROTO-2").map_or("PROTO-1", |v| v.clause);

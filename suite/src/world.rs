@@ -497,7 +497,12 @@ impl ConformanceWorld {
         let ctx = self.ctx.clone();
         let token =
             ex.persona.as_deref().and_then(|p| ctx.as_ref()?.profile.tokens.get(p)).map(String::as_str);
-        let seen = crate::judge::Seen { ex: &ex, token, published: ctx.as_ref().map(|c| &c.published) };
+        let seen = crate::judge::Seen {
+            ex: &ex,
+            token,
+            published: ctx.as_ref().map(|c| &c.published),
+            tenancy: ctx.as_ref().map(|c| &c.tenancy),
+        };
         self.tally.judge(&seen, Some(self.history.len()));
         if let Some((code, category, retryable)) = crate::invariants::code_of_its_own(&ex)
             && !self.own_codes.iter().any(|(c, k, r, _)| *c == code && *k == category && *r == retryable)

@@ -4,7 +4,7 @@
 //! schema forbids (the clause of the broken bound, else PROTO-3), and no refusal of a string drawn
 //! on its length bound in two-byte characters (the bound's clause).
 
-use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, ErrorCode, MAX_MESSAGE_LIMIT};
+use chataigne_contract::{DEFAULT_LIMIT, DEFAULT_MESSAGE_LIMIT, ErrorCode};
 use serde_json::Value;
 
 use super::ids::Pools;
@@ -193,54 +193,21 @@ fn id_header(ex: &Exchange) -> Vec<Fault> {
 /// reference's, not the seed's), or its rate limit.
 const REFUSALS: [&str; 5] = ["validation", "authentication", "authorization", "not_found", "rate_limit"];
 
-/// PAG-1 and PAG-8: page sizes. Without `limit`, a page holds at most 20 items; conversation
-/// detail returns at most
-/// `message_limit` messages, 50 without it, never over 100.
+/// PAG-8's default: conversation detail without `message_limit` returns at most 50 messages
+/// (the judge holds every page to its `limit` and `message_limit`, `rules::records`).
 fn page_sizes(name: &str, args: &Value, ex: &Exchange) -> Vec<Fault> {
-    let mut out = Vec::new();
-    let Some(s) = ex.structured() else { return out };
-    if name == "get_conversation" {
-        let n = s.pointer("/data/messages").and_then(Value::as_array).map_or(0, Vec::len) as u64;
-        let most = args.get("message_limit").and_then(Value::as_u64).unwrap_or(DEFAULT_MESSAGE_LIMIT as u64);
-        if n > most.min(MAX_MESSAGE_LIMIT as u64) {
-            out.push(fault("PAG-8", format!("{name}: {n} messages in one answer (at most {most})")));
-        }
-        return out;
+    let Some(s) = ex.structured() else { return Vec::new() };
+    if name != "get_conversation" || args.get("message_limit").is_some() {
+        return Vec::new();
     }
-    if s.pointer("/meta/next_cursor").and_then(Value::as_str) == Some("") {
-        // `the page has no next cursor` on a last page: an empty string is a cursor.
-        out.push(fault(
-            "PAG-3",
-            format!("{name}: meta.next_cursor is an empty string (a last page has none)"),
-        ));
+    let n = s.pointer("/data/messages").and_then(Value::as_array).map_or(0, Vec::len);
+    if n > DEFAULT_MESSAGE_LIMIT {
+        return vec![fault(
+            "PAG-8",
+            format!("{name}: {n} messages in one answer (at most {DEFAULT_MESSAGE_LIMIT})"),
+        )];
     }
-    let is_list = chataigne_contract::ToolName::parse(name)
-        .is_some_and(|t| t.input_schema().pointer("/properties/limit").is_some());
-    if !is_list || args.get("limit").is_some() {
-        return out;
-    }
-    let items = s.get("data").and_then(Value::as_object).and_then(|d| d.values().find_map(Value::as_array));
-    let Some(n) = items.map(Vec::len) else { return out };
-    let more = s.pointer("/meta/next_cursor").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
-    let truncated = s.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true);
-    // `the page holds 20 orders` and `the page has a next cursor` on a first page: fewer than 20
-    // with more following is a smaller default, unless the page was cut for its size (LIM-5).
-    if n < DEFAULT_LIMIT && more && !truncated && args.get("cursor").is_none() {
-        out.push(fault(
-            "PAG-1",
-            format!("{name} without `limit`: a page of {n} items with more following (the default is {DEFAULT_LIMIT})"),
-        ));
-    }
-    if n > DEFAULT_LIMIT {
-        out.push(fault(
-            "PAG-1",
-            format!(
-                "{name} without `limit`: a page of {n} items{}",
-                if more { ", more following" } else { "" }
-            ),
-        ));
-    }
-    out
+    Vec::new()
 }
 
 /// AUTH-4 and AUTH-5 on a success, from what the dataset says of the IDs sent: a restaurant or
@@ -328,7 +295,7 @@ pub fn answered(ex: &Exchange) -> Vec<Fault> {
 /// Every rule of the judge's table (`crate::judge::RULES`: PROTO-1/2/4, ENV-2..7) that `ex`
 /// breaks: the same rules, with the same applicability, as every scenario's exchange.
 pub fn every_rule(ctx: &RunContext, ex: &Exchange, token: Option<&str>) -> Vec<Fault> {
-    let seen = crate::judge::Seen { ex, token, published: Some(&ctx.published) };
+    let seen = crate::judge::Seen { ex, token, published: Some(&ctx.published), tenancy: Some(&ctx.tenancy) };
     // An ext rule of a seed clause (ENV-5's codes this project added) is a difference from the
     // reference's choice: counted at the full level only.
     crate::judge::judge(&seen)

@@ -22,7 +22,7 @@ fn answered(error: Value, arguments: Value) -> Exchange {
 }
 
 fn seen(ex: &Exchange) -> Seen<'_> {
-    Seen { ex, token: Some("secret-token-123"), published: None }
+    Seen { ex, token: Some("secret-token-123"), published: None, tenancy: None }
 }
 
 fn clauses(ex: &Exchange) -> Vec<&'static str> {

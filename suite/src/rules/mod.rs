@@ -9,6 +9,7 @@ pub mod catalogue;
 pub mod cursors;
 pub mod envelope;
 pub mod ranges;
+pub mod records;
 pub mod resources;
 pub mod transport;
 
