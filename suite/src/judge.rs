@@ -253,7 +253,7 @@ pub const RULES: &[Rule] = &[
         check: |s| records::message_count(s.ex),
     },
     Rule {
-        name: "page-ordered-by-a-timestamp",
+        name: "orders-page-ordered-by-created-at",
         clause: "PAG-4",
         level: Seed,
         choice: None,

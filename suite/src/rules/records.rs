@@ -483,36 +483,28 @@ pub fn message_count(ex: &Exchange) -> Option<String> {
     })
 }
 
-/// PAG-4 ("monotone in the list's timestamp"), on one page of a list or of messages: the items
-/// are ordered by one of their timestamps (`*_at`), ascending or descending, ties in any order.
-/// Which timestamp is the server's (orders: `created_at`; a conversation may go by its last
-/// message); a page in no such order is in none the pages could agree on.
+/// PAG-4 ("monotone in the list's timestamp (orders: `created_at`)"), on one page of orders: the
+/// items are ordered by `created_at`, ascending or descending, ties in any order. Only the
+/// orders' timestamp is the contract's: other lists may go by another key (an SDK server lists
+/// restaurants by ID), held to one order across their walks by the scenarios.
 pub fn page_order(ex: &Exchange) -> Option<String> {
     use chataigne_contract::time::parse_timestamp;
     let (tool, data, _) = success(ex)?;
-    let items =
-        if tool == "get_conversation" { data.get("messages")?.as_array()? } else { page_items(data)? };
+    if tool != "list_orders" {
+        return None;
+    }
+    let items = page_items(data)?;
     if items.len() < 3 {
         return None;
     }
-    let members: Vec<&String> = items[0].as_object()?.keys().filter(|k| k.ends_with("_at")).collect();
-    let mut judged = false;
-    for member in members {
-        let Some(times) = items
-            .iter()
-            .map(|i| i.get(member).and_then(Value::as_str).and_then(parse_timestamp))
-            .collect::<Option<Vec<i64>>>()
-        else {
-            continue;
-        };
-        judged = true;
-        if times.windows(2).all(|w| w[0] >= w[1]) || times.windows(2).all(|w| w[0] <= w[1]) {
-            return None;
-        }
-    }
-    judged.then(|| {
+    let times: Vec<i64> = items
+        .iter()
+        .map(|i| i.get("created_at").and_then(Value::as_str).and_then(parse_timestamp))
+        .collect::<Option<_>>()?;
+    let monotone = times.windows(2).all(|w| w[0] >= w[1]) || times.windows(2).all(|w| w[0] <= w[1]);
+    (!monotone).then(|| {
         format!(
-            "{tool}: a page of {} items ordered by none of their timestamps ({})",
+            "list_orders: a page of {} orders not ordered by created_at ({})",
             items.len(),
             ex.request_id().unwrap_or("no request_id")
         )
