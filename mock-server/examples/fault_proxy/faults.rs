@@ -204,6 +204,37 @@ faults! {
     B528Auth5 = "b5-28-auth5", "AUTH-5", Seed, "resources/templates/list adds chataigne://orders/{order_id}, whose read serves any order by ID, whatever the caller's tenant";
     B529Lim7 = "b5-29-lim7", "LIM-7", Full, "search_transcripts' query is measured in UTF-8 bytes: 101 to 200 characters of \"é\" are refused";
     B530Env2 = "b5-30-env2", "ENV-2", Full, "refusals (invalid arguments, forbidden, not found, scope, cursor) carry one fixed request_id per code";
+    // Batch 6 (`batch6.rs`): opaque names (`b6-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B601Proto1 = "b6-01-proto1", "PROTO-1", Seed, "GET /mcp (Accept: text/event-stream) answers 200 with a JSON health document, neither an event stream nor 405";
+    B602Lim1 = "b6-02-lim1", "LIM-1", Seed, "the analytics range is measured as to - from: 367 days (inclusive) are accepted and computed";
+    B603Idem4 = "b6-03-idem4", "IDEM-4", Seed, "the in-progress marker is read before it is written: a duplicate arriving while the first call runs runs too (two effects, no MCP_OPERATION_IN_PROGRESS)";
+    B604Auth1 = "b6-04-auth1", "AUTH-1", Seed, "the metadata URL the 401 challenge names (/.well-known/oauth-protected-resource/mcp) is 404; only the root document is routed";
+    B605Pag5 = "b6-05-pag5", "PAG-5", Seed, "cursors are looked up case-insensitively (a cursor table with a case-insensitive collation): a cursor with a character's case flipped is served";
+    B606Pre2 = "b6-06-pre2", "PRE-2", Seed, "list_orders' status filter reads an index refreshed every 30 s: an order moved since is missing under its new status";
+    B607Proto2 = "b6-07-proto2", "PROTO-2", Seed, "-32601 (method not found) answers carry id null with HTTP 200";
+    B608Pre1 = "b6-08-pre1", "PRE-1", Seed, "expected_status: null is taken as no precondition: the write runs against the current state (a missing one is still refused)";
+    B609Idem3 = "b6-09-idem3", "IDEM-3", Seed, "the key's slot includes the restaurant (or organization): the same key sent for another restaurant with other arguments runs as a new call";
+    B610Auth7 = "b6-10-auth7", "AUTH-7", Seed, "resources/read checks membership against a per-token snapshot taken at its first read: a revoked membership's restaurant stays readable";
+    B611Idem6 = "b6-11-idem6", "IDEM-6", Seed, "each replay renews the key's 24 h: a key replayed at 23 h still replays at 25 h";
+    B612Pre3 = "b6-12-pre3", "PRE-3", Seed, "a move one step back (ready to preparing, preparing to accepted) is accepted, as a kitchen's undo";
+    B613Abs1 = "b6-13-abs1", "ABS-1", Seed, "tools/list for protocol version 2025-06-18 still lists cancel_order, which cancels";
+    B614Proto5 = "b6-14-proto5", "PROTO-5", Seed, "Origin: null (an opaque origin) is taken for no Origin and served";
+    B615Lim3 = "b6-15-lim3", "LIM-3", Seed, "rate windows are kept per (user, tool), not per (client, user, tool): another client of a limited user is refused";
+    B616Pag1 = "b6-16-pag1", "PAG-1", Seed, "pages reached through a cursor without limit hold 50 items, not 20";
+    B617Abs2 = "b6-17-abs2", "ABS-2", Seed, "update_order_status takes status \"canceled\" (US spelling) as an alias and cancels the order";
+    B618Auth4 = "b6-18-auth4", "AUTH-4", Seed, "a membership limited to some restaurants is applied to writes only: reads of the organization's other restaurants are served";
+    B619Pag3 = "b6-19-pag3", "PAG-3", Seed, "get_conversation's last page of messages carries a next_cursor, which leads to an empty page";
+    B620Proto4 = "b6-20-proto4", "PROTO-4", Seed, "instants the server writes itself (updated_at, sent_at, created_at of new records) carry milliseconds, off the output schema's pattern";
+    B621Idem7 = "b6-21-idem7", "IDEM-7", Seed, "a keyed call refused forbidden or not found keeps its key claimed with its arguments: a corrected retry under that key is MCP_IDEMPOTENCY_MISMATCH";
+    B622Env1 = "b6-22-env1", "ENV-1", Seed, "pages reached through a cursor carry no text block (content: [])";
+    B623Proto3 = "b6-23-proto3", "PROTO-3", Seed, "limit and message_limit written as strings of digits (\"20\") are accepted as numbers";
+    B624Auth6 = "b6-24-auth6", "AUTH-6", Seed, "create_restaurant asks for manager, not owner";
+    B625Sec2 = "b6-25-sec2", "SEC-2", Seed, "internal errors carry an x-error-detail HTTP header naming the database URL and a source path";
+    B626Proto1 = "b6-26-proto1", "PROTO-1", Seed, "an MCP-Protocol-Version header naming a version the server does not serve is served as 2025-11-25, not refused with 400";
+    B627Lim4 = "b6-27-lim4", "LIM-4", Seed, "a keyed write that timed out (MCP_OUTCOME_UNKNOWN) releases its key: the retry with the same key runs again (a second effect)";
+    B628Env6 = "b6-28-env6", "ENV-6", Full, "MCP_IDEMPOTENCY_MISMATCH quotes the idempotency key";
+    B629Lim7 = "b6-29-lim7", "LIM-7", Full, "the body limit is 1 MB (1,000,000 bytes), not 1 MiB: bodies of 1,000,001 to 1,048,576 bytes get 413";
+    B630Lim1 = "b6-30-lim1", "LIM-1", Seed, "get_analytics' totals leave out the range's last day (summed over from..to) while the series covers from..=to";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

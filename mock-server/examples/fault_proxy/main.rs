@@ -17,14 +17,16 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list; `batch4` holds the fourth batch, `b4-` names, whatever their
-//! area). `faults` is the catalogue of faults, `dataset` what the proxy reads of the published
-//! dataset, `wire` requests and answers as the proxy sees them.
+//! `catalogue` rewrites tools/list; `batch4`, `batch5` and `batch6` hold the fourth, fifth and
+//! sixth batches, `b4-`, `b5-` and `b6-` names, whatever their area). `faults` is the catalogue
+//! of faults, `dataset` what the proxy reads of the published dataset, `wire` requests and
+//! answers as the proxy sees them.
 
 mod absent;
 mod auth;
 mod batch4;
 mod batch5;
+mod batch6;
 mod catalogue;
 mod dataset;
 mod envelope;
@@ -316,6 +318,9 @@ impl Proxy {
         if self.fault.in_batch5() {
             return self.before_batch5(call).await;
         }
+        if self.fault.in_batch6() {
+            return self.before_batch6(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -340,6 +345,9 @@ impl Proxy {
         }
         if self.fault.in_batch5() {
             return self.after_batch5(call, a).await;
+        }
+        if self.fault.in_batch6() {
+            return self.after_batch6(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
