@@ -312,6 +312,17 @@ Feature: Authentication and authorization
     When they list the organizations
     Then they are shown no organizations
 
+  # Every surface that names the restaurant: a server that remembers a resource it served once
+  # (per token, per session) serves it after the revocation. A server that advertises no resource
+  # template naming a restaurant is not concerned.
+  @AUTH-7 @needs-control-memberships
+  Scenario: A membership revoked now is refused on the resources surface too
+    Given the persona "viewer"
+    When they read the busy restaurant through every restaurant resource template the server lists
+    And the membership of "viewer" in the home organization is revoked
+    And they read the busy restaurant through every restaurant resource template the server lists
+    Then every read since the revocation is refused and tells nothing of the busy restaurant
+
   @AUTH-8
   Scenario: Whether the tool exists is checked before the scope
     Given the persona "noscope"

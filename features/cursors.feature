@@ -17,6 +17,7 @@ Feature: Cursors
       | flipped in its middle          |
       | flipped at its first character |
       | truncated by one character     |
+      | with one letter's case changed |
       | re-encoded in base64           |
       | re-encoded in another base64 alphabet or padding |
       | as an empty string             |

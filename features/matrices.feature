@@ -83,7 +83,7 @@ Feature: The contract's tables, every case
 
   @LIM-5
   Scenario: Every page too big for 128 KiB is cut, whatever the filter and the persona, and loses nothing
-    Then every page the dataset makes too big for 128 KiB is cut and marked truncated, under every filter and persona that reaches it, and its walk loses nothing
+    Then every page the dataset makes too big for 128 KiB is cut and marked truncated, under every filter and for every persona that reaches it, and its walk loses nothing
 
   @LIM-6
   Scenario: Every record too big for 128 KiB is refused as too large, to every persona that reaches it

@@ -10,10 +10,13 @@ Feature: Pagination
     Given the persona "owner"
 
   @PAG-1
-  Scenario: A list without a limit returns 20 items
+  Scenario: A list without a limit returns 20 items, on every page
     When they list the orders of the busy restaurant
     Then the call succeeds
     And the page holds 20 orders
+    And the page has a next cursor
+    When they list the next page
+    Then the page holds 20 orders
     And the page has a next cursor
 
   @PAG-1

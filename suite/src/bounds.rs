@@ -74,11 +74,11 @@ impl Target {
     pub fn clause(&self, tool: &str) -> &'static str {
         let f = self.field.as_str();
         match (&self.mutation, f) {
+            // A value of another type is forbidden by the published schema, not by a bound the
+            // seed states (PROTO-3: "arguments the published inputSchema forbids are refused").
+            (Mutation::WrongType, _) => "PROTO-3",
             (_, "limit") => "PAG-2",
-            (
-                Mutation::BelowMinimum(_) | Mutation::AboveMaximum(_) | Mutation::WrongType,
-                "message_limit",
-            ) => "PAG-8",
+            (Mutation::BelowMinimum(_) | Mutation::AboveMaximum(_), "message_limit") => "PAG-8",
             (Mutation::TooFewItems(_) | Mutation::TooManyItems(_) | Mutation::DuplicateItems, "metrics")
                 if tool == "get_analytics" =>
             {

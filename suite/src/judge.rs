@@ -245,6 +245,22 @@ pub const RULES: &[Rule] = &[
         check: |s| records::empty_next_cursor(s.ex),
     },
     Rule {
+        name: "page-through-a-cursor-not-empty",
+        clause: "PAG-3",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_continuation(s.ex),
+        check: |s| records::empty_continuation(s.ex),
+    },
+    Rule {
+        name: "success-has-a-text-block",
+        clause: "ENV-1",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_tool_success(s.ex),
+        check: |s| records::no_text(s.ex),
+    },
+    Rule {
         name: "messages-within-their-limit",
         clause: "PAG-8",
         level: Seed,
@@ -259,6 +275,14 @@ pub const RULES: &[Rule] = &[
         choice: None,
         applies: |s| records::applies_page(s.ex),
         check: |s| records::page_order(s.ex),
+    },
+    Rule {
+        name: "analytics-totals-add-up",
+        clause: "LIM-1",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_totals(s.ex),
+        check: |s| records::totals_add_up(s.ex),
     },
     Rule {
         name: "list-items-meet-the-filters",

@@ -396,7 +396,14 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     let first = enum_items(&prop).first().cloned().unwrap_or(json!("x"));
                     push(target.describe(), Some(json!([first.clone(), first])), Expect::Refused);
                 }
-                Mutation::MissingRequired => push(target.describe(), None, Expect::Refused),
+                Mutation::MissingRequired => {
+                    push(target.describe(), None, Expect::Refused);
+                    // `null` is no value either (a server reading it as "not given" runs the call
+                    // without it), unless the schema allows it.
+                    if !allows_null(&prop) {
+                        push(format!("`{field}` as null"), Some(Value::Null), Expect::Refused);
+                    }
+                }
                 Mutation::WrongType => push(target.describe(), Some(wrong_type(&prop)), Expect::Refused),
                 Mutation::OutsideEnum => {
                     // A word of the tool's other enums is the likeliest wrong value (`cancelled`
@@ -408,9 +415,20 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                         .cloned()
                         .unwrap_or_default();
                     let array = prop.get("type").and_then(Value::as_str) == Some("array");
-                    for word in
-                        enum_words(&schema).into_iter().filter(|w| !own.contains(w)).chain([json!("UNKNOWN")])
-                    {
+                    // And each of those written otherwise: another case, another spelling (a
+                    // server that matches loosely, or takes `canceled` for `cancelled`).
+                    let others: Vec<Value> =
+                        enum_words(&schema).into_iter().filter(|w| !own.contains(w)).collect();
+                    let variants = others.iter().chain(&own).filter_map(Value::as_str).flat_map(|w| {
+                        [w.to_ascii_uppercase(), w.replacen("ll", "l", 1), format!("{w} ")]
+                            .into_iter()
+                            .filter(move |v| v != w)
+                    });
+                    let variants: Vec<Value> = variants
+                        .map(Value::from)
+                        .filter(|v| !own.contains(v) && !others.contains(v))
+                        .collect();
+                    for word in others.iter().cloned().chain(variants).chain([json!("UNKNOWN")]) {
                         let edge = format!("`{field}` = {word}, outside its enum");
                         push(edge, Some(if array { json!([word]) } else { word }), Expect::Refused);
                     }
@@ -614,6 +632,15 @@ fn enum_items(prop: &Value) -> Vec<Value> {
 }
 
 /// A value of another JSON type than the member's first.
+/// Whether the member's schema admits `null`.
+fn allows_null(prop: &Value) -> bool {
+    match prop.get("type") {
+        Some(Value::Array(types)) => types.iter().any(|t| t == "null"),
+        Some(t) => t == "null",
+        None => true,
+    }
+}
+
 fn wrong_type(prop: &Value) -> Value {
     let first = match prop.get("type") {
         Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null"),

@@ -79,6 +79,9 @@ pub struct ConformanceWorld {
     pub queued_at: Option<std::time::Instant>,
     /// Memberships (user, organization; the server's IDs) it revoked and has not restored.
     pub revoked: Vec<(String, String)>,
+    /// Where `history` stood when the scenario last revoked a membership: what came after is
+    /// what the revocation must show in.
+    pub revoked_at: Option<usize>,
     pub started_at: Option<std::time::Instant>,
 }
 
@@ -352,13 +355,55 @@ impl ConformanceWorld {
     /// `tools/call` as the current persona; `args` in dataset IDs. Never fails for what the
     /// server answered: the `Then` steps judge the exchange.
     pub async fn call_tool(&mut self, tool: &str, args: Value) -> anyhow::Result<&Exchange> {
-        let sent = self.ctx().id_map.outbound(&args);
-        let client = self.client().await?;
-        let ex = client.call_tool(tool, sent).await;
-        self.record(ex);
+        let mut waited = 0;
+        loop {
+            let sent = self.ctx().id_map.outbound(&args);
+            let client = self.client().await?;
+            let ex = client.call_tool(tool, sent).await;
+            self.record(ex);
+            if !self.wait_for_rate_window(tool, &mut waited).await? {
+                break;
+            }
+        }
         let persona = self.persona()?.to_owned();
         self.compare_with_reference(&persona, tool, &args).await;
         self.last()
+    }
+
+    /// Whether the scenario judges rate limits (LIM-2, LIM-3): its calls take a refusal for its
+    /// rate as the answer, never wait it out.
+    fn judges_rates(&self) -> bool {
+        self.clauses.iter().any(|c| c == "LIM-2" || c == "LIM-3")
+    }
+
+    /// After a call: when the last answer refused it for its rate and the scenario does not
+    /// judge rates, wait what `retry_after_ms` says (plus a little: windows round) and say to
+    /// send it again, as any client would. Within a run no burst fills a window another scenario
+    /// needs (`crate::schedule::RatePhase`), so only an earlier run's calls on a server nothing
+    /// resets leave one full (a rerun at once). At most a window's length in all (`waited`), with
+    /// a countdown on stderr, counted in the report's "waited for rate windows".
+    pub async fn wait_for_rate_window(&mut self, tool: &str, waited: &mut u64) -> anyhow::Result<bool> {
+        const PATIENCE_MS: u64 = 65_000;
+        if self.judges_rates() {
+            return Ok(false);
+        }
+        let wait = self.last().ok().and_then(|ex| {
+            let error = ex.structured()?.pointer("/data/error")?;
+            (error.get("category")?.as_str()? == "rate_limit")
+                .then(|| error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000))
+        });
+        let Some(ms) = wait else { return Ok(false) };
+        let ms = ms.clamp(1, PATIENCE_MS) + 50;
+        if *waited + ms > PATIENCE_MS {
+            return Ok(false);
+        }
+        *waited += ms;
+        let why = format!("rate window of {}/{tool} full", self.persona().unwrap_or("?"));
+        let wait = std::time::Duration::from_millis(ms);
+        let deadline = self.deadline.unwrap_or_else(|| std::time::Instant::now() + wait);
+        self.ctx().rate_waits.wait(&why, wait, deadline).await;
+        self.check_deadline()?;
+        Ok(true)
     }
 
     /// The differential oracle on the last exchange (`crate::oracle`): a state-changing call is

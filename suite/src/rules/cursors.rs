@@ -5,8 +5,9 @@ use base64::Engine as _;
 
 /// The changes of `features/cursors.feature`'s outline that the fuzzer sends after its walk (the
 /// flips are its own one-character change, drawn).
-pub const TAMPERINGS: [&str; 4] = [
+pub const TAMPERINGS: [&str; 5] = [
     "truncated by one character",
+    "with one letter's case changed",
     "re-encoded in base64",
     "re-encoded in another base64 alphabet or padding",
     "as an empty string",
@@ -30,6 +31,18 @@ pub fn tamper(cursor: &str, how: &str) -> String {
         }
         "flipped at its first character" if !chars.is_empty() => {
             chars[0] = flip(chars[0]);
+            chars.into_iter().collect()
+        }
+        // A lookup that ignores case (a case-insensitive collation) serves it.
+        "with one letter's case changed" if !chars.is_empty() => {
+            let middle = chars.len() / 2;
+            let letter = (middle..chars.len()).chain(0..middle).find(|&i| chars[i].is_ascii_alphabetic());
+            let i = letter.unwrap_or(middle);
+            chars[i] = match chars[i] {
+                c if c.is_ascii_lowercase() => c.to_ascii_uppercase(),
+                c if c.is_ascii_uppercase() => c.to_ascii_lowercase(),
+                c => flip(c),
+            };
             chars.into_iter().collect()
         }
         "truncated by one character" => {

@@ -240,7 +240,11 @@ pub fn leaks<'m>(ex: &Exchange, markers: &[&'m str]) -> Vec<&'m str> {
         ex.structured().and_then(|s| s.pointer("/data/error")).map(Value::to_string).unwrap_or_default();
     // A JSON-RPC error (a resource read, a prompt) carries its words in `message` and `data`.
     let rpc = ex.rpc_error().map(Value::to_string).unwrap_or_default();
-    let seen = format!("{error}\n{rpc}\n{}", ex.texts().join("\n")).to_ascii_lowercase();
+    // The HTTP headers too: a detail header is as readable as the body.
+    let headers: Vec<String> =
+        ex.response().into_iter().flat_map(|r| &r.headers).map(|(k, v)| format!("{k}: {v}")).collect();
+    let seen =
+        format!("{error}\n{rpc}\n{}\n{}", ex.texts().join("\n"), headers.join("\n")).to_ascii_lowercase();
     markers.iter().copied().filter(|m| seen.contains(m)).collect()
 }
 

@@ -510,3 +510,88 @@ pub fn page_order(ex: &Exchange) -> Option<String> {
         )
     })
 }
+
+/// A page reached through a cursor: the cursor came from a page that said more items follow.
+/// Not under a `status` filter (an order or a restaurant may leave that status during a walk);
+/// nothing else removes an item from a list or a message from a conversation.
+pub fn applies_continuation(ex: &Exchange) -> bool {
+    applies_page(ex)
+        && success(ex)
+            .is_some_and(|(_, _, args)| args.get("cursor").is_some() && args.get("status").is_none())
+}
+
+/// PAG-3 ("`next_cursor` is present iff more items follow"): the page a cursor led to is empty,
+/// so the page that gave the cursor had no more items to follow.
+pub fn empty_continuation(ex: &Exchange) -> Option<String> {
+    let (tool, data, _) = success(ex)?;
+    let items =
+        if tool == "get_conversation" { data.get("messages")?.as_array()? } else { page_items(data)? };
+    items.is_empty().then(|| {
+        format!(
+            "{tool}: the page a next_cursor led to is empty (the page before it said more items followed) ({})",
+            ex.request_id().unwrap_or("no request_id")
+        )
+    })
+}
+
+/// A tool's success.
+pub fn applies_tool_success(ex: &Exchange) -> bool {
+    ex.method == "tools/call" && super::is_success(ex)
+}
+
+/// ENV-1 ("les outils renvoient un court texte lisible et des données structurées"): a success
+/// carries a text block that is not empty, on every page and every replay alike. Exactly one, and
+/// prose rather than JSON, is the contract's (its scenarios'); MCP lets an SDK add the JSON.
+pub fn no_text(ex: &Exchange) -> Option<String> {
+    ex.texts().iter().all(|t| t.trim().is_empty()).then(|| {
+        format!(
+            "{}: a success without a text block a person can read ({})",
+            ex.tool.as_deref().unwrap_or("a tool"),
+            ex.request_id().unwrap_or("no request_id")
+        )
+    })
+}
+
+/// Analytics metrics that add up over periods: a period's count or sum is its days' (distinct
+/// customers, averages and medians do not).
+const ADDITIVE: &[&str] = &[
+    "orders_count",
+    "revenue_cents",
+    "completed_orders",
+    "conversations_count",
+    "messages_received",
+    "messages_sent",
+];
+
+/// Analytics served with both totals and a series.
+pub fn applies_totals(ex: &Exchange) -> bool {
+    success(ex).is_some_and(|(tool, data, _)| {
+        tool == "get_analytics"
+            && data.get("totals").is_some_and(Value::is_object)
+            && data.get("series").is_some_and(Value::is_array)
+    })
+}
+
+/// LIM-1 (the range is `from..=to`, both days included): an additive metric's total is the sum of
+/// the series' periods, so totals and series cover the same days.
+pub fn totals_add_up(ex: &Exchange) -> Option<String> {
+    let (_, data, _) = success(ex)?;
+    let totals = data.get("totals")?.as_object()?;
+    let series = data.get("series")?.as_array()?;
+    for metric in ADDITIVE {
+        let Some(total) = totals.get(*metric).and_then(Value::as_f64) else { continue };
+        let values: Option<Vec<f64>> = series
+            .iter()
+            .map(|p| p.get("values").and_then(|v| v.get(*metric)).and_then(Value::as_f64))
+            .collect();
+        let Some(values) = values else { continue };
+        let sum: f64 = values.iter().sum();
+        if (sum - total).abs() > 0.5 {
+            return Some(format!(
+                "get_analytics: the total of {metric} is {total}, its series adds up to {sum} ({})",
+                ex.request_id().unwrap_or("no request_id")
+            ));
+        }
+    }
+    None
+}

@@ -67,54 +67,10 @@ fn error_category(w: &ConformanceWorld) -> Option<String> {
     category.as_str().map(str::to_owned)
 }
 
-/// A call that a rate window left full refuses is sent again once the window has room, as any
-/// client would: the matrix judges access, not the rate limit. Within a run no burst fills a
-/// window a matrix needs (`crate::schedule::RatePhase`), so only an earlier run's bursts on a
-/// server nothing resets leave one full. It waits what `retry_after_ms` says (plus a little:
-/// windows round), for at most a window's length in all, with a countdown on stderr, counted in
-/// the report's "waited for rate windows".
-async fn call_patiently(w: &mut ConformanceWorld, tool: &str, args: Value) -> anyhow::Result<()> {
-    call_patiently_as(w, tool, args, None).await.map(drop)
-}
-
-/// [`call_patiently`] on a request whose JSON-RPC id is `id(attempt)` (each attempt its own id:
-/// MCP forbids reusing one in a session). Gives the id of the request answered last.
-async fn call_patiently_as(
-    w: &mut ConformanceWorld,
-    tool: &str,
-    args: Value,
-    id: Option<&dyn Fn(u32) -> Value>,
-) -> anyhow::Result<Option<Value>> {
-    const PATIENCE_MS: u64 = 65_000;
-    let mut waited = 0;
-    let mut sent = None;
-    for attempt in 0.. {
-        match id {
-            Some(id) => {
-                let this = id(attempt);
-                sent = Some(this.clone());
-                w.call_tool_with_id(tool, args.clone(), this).await.map(drop)?;
-            }
-            None => w.call_tool(tool, args.clone()).await.map(drop)?,
-        }
-        let wait = w.last().ok().and_then(|ex| {
-            let error = ex.structured()?.pointer("/data/error")?;
-            (error.get("category")?.as_str()? == "rate_limit")
-                .then(|| error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000))
-        });
-        let Some(ms) = wait else { return Ok(sent) };
-        let ms = ms.clamp(1, PATIENCE_MS) + 50;
-        if waited + ms > PATIENCE_MS {
-            return Ok(sent);
-        }
-        waited += ms;
-        let why = format!("rate window of {}/{tool} full", w.persona().unwrap_or("?"));
-        let wait = std::time::Duration::from_millis(ms);
-        let deadline = w.deadline.unwrap_or_else(|| std::time::Instant::now() + wait);
-        w.ctx().rate_waits.wait(&why, wait, deadline).await;
-        w.check_deadline()?;
-    }
-    Ok(sent)
+/// A call through the world, which sends it again once a rate window an earlier run left full
+/// has room (`ConformanceWorld::wait_for_rate_window`): the matrix judges access, not the rate.
+pub(super) async fn call_patiently(w: &mut ConformanceWorld, tool: &str, args: Value) -> anyhow::Result<()> {
+    w.call_tool(tool, args).await.map(drop)
 }
 
 /// Rows of a matrix in flight at once. Over a network a matrix is hundreds of round trips one
@@ -140,7 +96,7 @@ struct RowAnswer {
     no_session: bool,
 }
 
-/// [`call_patiently_as`] for every row, [`ROWS_AT_ONCE`] at a time, each row through an
+/// [`call_patiently`] for every row, [`ROWS_AT_ONCE`] at a time, each row through an
 /// initialized session of its persona (the run's idle ones first) and its attempts in order.
 /// The answers come back in row order; each row's exchanges are recorded then, before it is
 /// judged ([`record_row`]).
@@ -769,7 +725,7 @@ async fn bound_ids_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// `next_cursor`, no item comes twice, and without a filter every record of the dataset comes
 /// (a filtered walk is not held to the dataset's statuses: other runs may have moved an order).
 #[then(
-    "every page the dataset makes too big for 128 KiB is cut and marked truncated, under every filter and persona that reaches it, and its walk loses nothing"
+    "every page the dataset makes too big for 128 KiB is cut and marked truncated, under every filter and for every persona that reaches it, and its walk loses nothing"
 )]
 async fn page_size_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let rows = matrices::page_size_rows(w.dataset());

@@ -193,7 +193,7 @@ async fn next_as(w: &mut ConformanceWorld, persona: String) -> anyhow::Result<()
 }
 
 #[when(
-    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|re-encoded in base64|re-encoded in another base64 alphabet or padding|as an empty string)$"
+    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|with one letter's case changed|re-encoded in base64|re-encoded in another base64 alphabet or padding|as an empty string)$"
 )]
 async fn next_tampered(w: &mut ConformanceWorld, how: String) -> anyhow::Result<()> {
     let list = list(w)?;
@@ -234,7 +234,7 @@ async fn walk(
         if let (Some(c), Some(obj)) = (&cursor, page_args.as_object_mut()) {
             obj.insert("cursor".into(), Value::String(c.clone()));
         }
-        w.call_tool(&tool, page_args).await?;
+        super::matrices::call_patiently(w, &tool, page_args).await?;
         let n = walk.pages.len() + 1;
         let success = w.success().map_err(|e| anyhow!("page {n} of the walk failed\n{e}"))?;
         let pointer = format!("/{key}");

@@ -49,7 +49,8 @@ pub async fn list_call(w: &mut ConformanceWorld, tool: &str, args: Value, key: &
     if let Some(obj) = base.as_object_mut() {
         obj.remove("cursor");
     }
-    w.call_tool(tool, args).await?;
+    // Pages, not rates: an earlier run's calls may have left the window full (a rerun at once).
+    super::matrices::call_patiently(w, tool, args).await?;
     let next_cursor = w.success().ok().and_then(|s| s.meta.next_cursor);
     w.list = Some(ListCall { tool: tool.to_owned(), args: base, key: key.to_owned(), next_cursor });
     Ok(())

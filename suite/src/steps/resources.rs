@@ -153,13 +153,25 @@ async fn restaurant_templates(w: &mut ConformanceWorld) -> anyhow::Result<Vec<St
 /// Each read of the last step refused, telling nothing of `target` but what the caller sent.
 #[then(expr = "every read is refused and tells nothing of {target}")]
 async fn reads_refused(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
+    refused_since(w, target, 0)
+}
+
+/// AUTH-7 on the resources surface: every read after the membership was revoked is refused, and
+/// tells nothing of `target` (a read before it may have been served, and remembered).
+#[then(expr = "every read since the revocation is refused and tells nothing of {target}")]
+async fn reads_refused_since_revocation(w: &mut ConformanceWorld, target: Target) -> anyhow::Result<()> {
+    let since = w.revoked_at.ok_or_else(|| anyhow::anyhow!("no membership was revoked in this scenario"))?;
+    refused_since(w, target, since)
+}
+
+fn refused_since(w: &mut ConformanceWorld, target: Target, since: usize) -> anyhow::Result<()> {
     let id = w.landmark(&target)?;
     let secrets = rules::restaurant_secrets(w.dataset(), &id);
     if secrets.is_empty() {
         anyhow::bail!("{id} is not a restaurant of the dataset");
     }
     let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
-    let reads: Vec<_> = w.history.iter().filter(|ex| ex.method == "resources/read").collect();
+    let reads: Vec<_> = w.history.iter().skip(since).filter(|ex| ex.method == "resources/read").collect();
     if reads.is_empty() {
         return Err(anyhow::anyhow!("no resource was read: start with a read through the templates"));
     }

@@ -56,6 +56,7 @@ async fn membership(
     w.revoked.retain(|m| *m != (user.clone(), org.clone()));
     if revoke {
         w.revoked.push((user, org));
+        w.revoked_at = Some(w.history.len());
     }
     Ok(())
 }

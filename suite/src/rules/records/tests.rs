@@ -309,3 +309,61 @@ fn a_page_of_orders_is_ordered_by_created_at_either_way() {
         json!(shuffled);
     assert_eq!(page_order(&other), None);
 }
+
+#[test]
+fn a_page_a_cursor_led_to_is_never_empty_unless_a_status_filter_let_items_go() {
+    let args = json!({ "restaurant_id": "rst_central", "cursor": "c1" });
+    let empty = page("list_orders", args, 0, json!({}));
+    assert!(applies_continuation(&empty) && empty_continuation(&empty).is_some());
+    let filtered = page(
+        "list_orders",
+        json!({ "restaurant_id": "rst_central", "cursor": "c1", "status": ["ready"] }),
+        0,
+        json!({}),
+    );
+    assert!(!applies_continuation(&filtered));
+    assert!(!applies_continuation(&page(
+        "list_orders",
+        json!({ "restaurant_id": "rst_central" }),
+        0,
+        json!({})
+    )));
+    let conv = json!({ "restaurant_id": "rst_central", "conversation_id": "cnv_long", "cursor": "c1" });
+    let ex = call(
+        "owner",
+        "get_conversation",
+        conv,
+        json!({ "conversation": { "id": "cnv_long" }, "messages": [] }),
+    );
+    assert!(applies_continuation(&ex) && empty_continuation(&ex).is_some());
+}
+
+#[test]
+fn every_success_carries_a_text_a_person_can_read() {
+    let mut ex = page("list_orders", json!({ "restaurant_id": "rst_central", "cursor": "c1" }), 2, json!({}));
+    assert!(applies_tool_success(&ex) && no_text(&ex).is_none());
+    ex.response_mut_for_test().message.as_mut().unwrap()["result"]["content"] = json!([]);
+    assert!(no_text(&ex).is_some());
+    ex.response_mut_for_test().message.as_mut().unwrap()["result"]["content"] =
+        json!([{ "type": "text", "text": " " }]);
+    assert!(no_text(&ex).is_some());
+}
+
+#[test]
+fn analytics_totals_are_the_sum_of_their_series() {
+    let served = |total: u64| {
+        call(
+            "owner",
+            "get_analytics",
+            json!({ "restaurant_id": "rst_central", "metrics": ["orders_count", "average_order_cents"],
+                    "from": "2026-11-29", "to": "2026-11-30" }),
+            json!({ "metrics": ["orders_count", "average_order_cents"],
+                    "series": [{ "period_start": "2026-11-29", "values": { "orders_count": 11, "average_order_cents": 900 } },
+                               { "period_start": "2026-11-30", "values": { "orders_count": 6, "average_order_cents": 1500 } }],
+                    "totals": { "orders_count": total, "average_order_cents": 1111 } }),
+        )
+    };
+    assert!(applies_totals(&served(17)));
+    assert_eq!(totals_add_up(&served(17)), None, "an average is not a sum");
+    assert!(totals_add_up(&served(11)).is_some(), "the last day left out");
+}
