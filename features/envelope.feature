@@ -20,6 +20,15 @@ Feature: The response envelope
     And the structured content holds data and meta with request_id, truncated and replayed
     And the result has one text block a person can read
 
+  # Every page, not only the first: a page reached through a cursor is built by the same tool.
+  @ENV-1
+  Scenario: A page reached through a cursor is a success envelope too
+    When they list the orders of the busy restaurant with limit 5
+    And they list the next page
+    Then the call succeeds
+    And the structured content holds data and meta with request_id, truncated and replayed
+    And the result has one text block a person can read
+
   @ENV-7
   Scenario: Every read tool answers with the contract's data shape
     When they call every read tool once with valid arguments

@@ -115,6 +115,10 @@ named_modes! {
         OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
         CancelToolExposed = "cancel-tool-exposed", "ABS-1", "a cancel_order tool is listed";
         CancelStatusAccepted = "cancel-status-accepted", "ABS-2", "update_order_status accepts cancelled";
+        ContinuationTextless = "continuation-textless", "ENV-1", "pages reached through a cursor carry no text block";
+        ChannelFilterIgnored = "channel-filter-ignored", "PAG-4", "list_orders ignores its channel filter";
+        AnalyticsTotalsShort = "analytics-totals-short", "LIM-1", "get_analytics' totals leave out the range's last period (summed over from..to)";
+        ErrorDetailHeader = "error-detail-header", "SEC-2", "internal errors carry an x-error-detail header naming a source path and the database";
         MessageTextLogged = "message-text-logged", "SEC-1", "message texts are written to the log";
         ReportLeaksArguments = "report-leaks-arguments", "SEC-1", "error reports carry the call's arguments, unscrubbed";
         InternalErrorLeaks = "internal-error-leaks", "SEC-2", "internal errors carry a stack trace";
@@ -540,6 +544,11 @@ impl Defects {
         if self.has(Defect::PageOverlap) { Bound::Included(key) } else { Bound::Excluded(key) }
     }
 
+    /// The channel filter of `list_orders` as `channel-filter-ignored` leaves it (none).
+    pub fn channel_filter<'a>(&self, asked: Option<&'a str>) -> Option<&'a str> {
+        asked.filter(|_| !self.has(Defect::ChannelFilterIgnored))
+    }
+
     pub fn cursor_on_last_page(&self) -> bool {
         self.has(Defect::CursorOnLastPage)
     }
@@ -779,6 +788,9 @@ impl Defects {
             Defect::StringIdAsNumber,
             Defect::ErrorIdNull,
             Defect::RefusalIdNull,
+            Defect::ContinuationTextless,
+            Defect::AnalyticsTotalsShort,
+            Defect::ErrorDetailHeader,
         ]
         .into_iter()
         .any(|d| self.has(d))
@@ -832,9 +844,32 @@ impl Defects {
             if self.has(Defect::ErrorIdNull) && answer.get("error").is_some() {
                 answer["id"] = Value::Null;
             }
-            let category = answer.pointer("/result/structuredContent/data/error/category");
-            if self.has(Defect::RefusalIdNull) && category.and_then(Value::as_str) == Some("validation") {
+            let category = answer
+                .pointer("/result/structuredContent/data/error/category")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if self.has(Defect::RefusalIdNull) && category.as_deref() == Some("validation") {
                 answer["id"] = Value::Null;
+            }
+            let internal = category.as_deref() == Some("internal");
+            if self.has(Defect::ErrorDetailHeader) && internal {
+                parts.headers.insert(
+                    "x-error-detail",
+                    HeaderValue::from_static("postgres://db/chataigne at src/store.rs:42"),
+                );
+            }
+            let tool = request.pointer("/params/name").and_then(Value::as_str);
+            if self.has(Defect::ContinuationTextless)
+                && request.pointer("/params/arguments/cursor").is_some()
+                && let Some(result) = answer.get_mut("result")
+            {
+                result["content"] = Value::Array(Vec::new());
+            }
+            if self.has(Defect::AnalyticsTotalsShort)
+                && tool == Some("get_analytics")
+                && let Some(data) = answer.pointer_mut("/result/structuredContent/data")
+            {
+                totals_without_last_period(data);
             }
             bytes = answer.to_string().into_bytes();
         }
@@ -843,6 +878,21 @@ impl Defects {
             parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
         }
         Response::from_parts(parts, axum::body::Body::from(bytes))
+    }
+}
+
+/// `analytics-totals-short`: each numeric total less the series' last period.
+fn totals_without_last_period(data: &mut Value) {
+    let last = data.pointer("/series").and_then(Value::as_array).and_then(|s| s.last()).cloned();
+    let (Some(last), Some(totals)) = (last, data.get_mut("totals").and_then(Value::as_object_mut)) else {
+        return;
+    };
+    for (metric, total) in totals.iter_mut() {
+        if let (Some(t), Some(l)) =
+            (total.as_u64(), last.pointer(&format!("/values/{metric}")).and_then(Value::as_u64))
+        {
+            *total = t.saturating_sub(l).into();
+        }
     }
 }
 

@@ -31,7 +31,7 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
         .get("status")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect());
-    let channel = call.str("channel");
+    let channel = call.app.defects.channel_filter(call.str("channel"));
     let (from_ts, to_ts) = (call.str("created_from"), call.str("created_to"));
     let from = start(call)?;
     let items = in_order(call, data.orders.get(rid), &from)
