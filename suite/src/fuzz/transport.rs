@@ -41,6 +41,8 @@ const HOST_CALL: &str = "host on tools/call ";
 const CALLED: &str = "list_organizations";
 /// `protocol.feature`'s method no server has (`the answer is the JSON-RPC error -32601`).
 const UNKNOWN_METHOD: &str = "orders/teleport";
+/// The probe of the server's own event stream (PROTO-1): a GET in a session.
+const GET_STREAM: &str = "GET stream";
 /// `protocol.feature`'s body that is not JSON: a request cut before its closing brace.
 const NOT_JSON: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list""#;
 /// LIM-7: 1 MiB is read, a byte more is refused with 413.
@@ -115,6 +117,7 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     if !http {
         return out;
     }
+    out.push(GET_STREAM.to_owned());
     out.push(format!("version header {UNSUPPORTED}"));
     out.push("discover".to_owned());
     out.push("mirror served".to_owned());
@@ -250,20 +253,27 @@ struct Judged {
 
 fn probe(engine: &Engine<'_>, name: &str) -> Vec<Observed> {
     let judged = judge(engine, name);
-    judged
-        .into_iter()
-        .filter_map(|j| {
-            let miss = j.miss?;
+    let observed = |j: &Judged, fault: Fault, choice| Observed {
+        mutation: Some(name.to_owned()),
+        raw: true,
+        choice,
+        ..Observed::new(fault, &j.ex.persona.clone().unwrap_or_default(), &j.tool, &json!({}), &j.ex)
+    };
+    let mut out = Vec::new();
+    for j in &judged {
+        // The probe's own rule, then every rule of the judge's table: a probe's answer is an
+        // answer like any other (an unknown method's refusal carries the request's id too).
+        if let Some(miss) = &j.miss {
             let detail = format!("{name}: expected {}; got {}", miss.expected, miss.got);
-            let fault = Fault::new(j.clause, detail);
-            Some(Observed {
-                mutation: Some(name.to_owned()),
-                raw: true,
-                choice: j.choice,
-                ..Observed::new(fault, &j.ex.persona.clone().unwrap_or_default(), &j.tool, &json!({}), &j.ex)
-            })
-        })
-        .collect()
+            out.push(observed(j, Fault::new(j.clause, detail), j.choice));
+        }
+        let token = j.ex.persona.as_deref().and_then(|p| engine.caller.token_of(p));
+        for fault in super::oracle::every_rule(engine.caller.ctx, &j.ex, token) {
+            let choice = fault.choice;
+            out.push(observed(j, fault, choice));
+        }
+    }
+    out
 }
 
 fn judged(clause: &'static str, tool: &str, ex: Exchange, rule: rules::Rule) -> Vec<Judged> {
@@ -345,6 +355,11 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
             .then(|| Miss { expected: format!("catalogue {name}"), got: problems.join("; ") });
         let choice = miss.as_ref().and(choice);
         return vec![Judged { clause, choice, tool: "tools/list".to_owned(), ex, miss }];
+    }
+    if name == GET_STREAM {
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
+        let ex = send(engine, client.send_http(reqwest::Method::GET));
+        return judged("PROTO-1", "GET /mcp", ex.clone(), rules::stream_or_405(&ex));
     }
     if let Some(method) = name.strip_prefix("method ") {
         let Some(mut client) = session(engine, name) else { return Vec::new() };
@@ -548,6 +563,13 @@ pub fn scenario(name: &str) -> Vec<String> {
         let mut out = vec![owner, s("When they list the tools")];
         out.extend(rule.steps.iter().map(|t| s(t)));
         return out;
+    }
+    if name == GET_STREAM {
+        return vec![
+            owner,
+            s("When they open the server's event stream with GET in a session of their own"),
+            s("Then the server opens an event stream or answers 405 Method Not Allowed"),
+        ];
     }
     if let Some(method) = name.strip_prefix("method ") {
         return vec![

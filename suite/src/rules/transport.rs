@@ -143,6 +143,21 @@ pub fn challenge_on_origin(ex: &Exchange, endpoint: &str) -> Rule<String> {
 }
 
 /// Not a 5xx, and a JSON-RPC error with `code`.
+/// Streamable HTTP, "Listening for Messages from the Server": a GET asking for an event stream
+/// gets one (HTTP 200, `text/event-stream`) or 405 Method Not Allowed, nothing else.
+pub fn stream_or_405(ex: &Exchange) -> Rule {
+    let stream = ex.status() == Some(200)
+        && ex.response().is_some_and(|r| r.content_type.starts_with("text/event-stream"));
+    if stream || ex.status() == Some(405) {
+        Ok(())
+    } else {
+        Err(Miss {
+            expected: "HTTP 200 with text/event-stream, or 405 Method Not Allowed".to_owned(),
+            got: ex.summary(),
+        })
+    }
+}
+
 pub fn rpc_error(ex: &Exchange, code: i64) -> Rule {
     let expected = format!("JSON-RPC error {code}, without a 5xx");
     if ex.status().is_some_and(|s| s >= 500) {

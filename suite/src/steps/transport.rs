@@ -169,13 +169,7 @@ async fn open_stream(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then("the server opens an event stream or answers 405 Method Not Allowed")]
 async fn stream_or_405(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let ex = w.last()?;
-    let stream = ex.status() == Some(200)
-        && ex.response().is_some_and(|r| r.content_type.starts_with("text/event-stream"));
-    if stream || ex.status() == Some(405) {
-        Ok(())
-    } else {
-        Err(w.fail("HTTP 200 with text/event-stream, or 405 Method Not Allowed", ex.summary()))
-    }
+    crate::rules::transport::stream_or_405(ex).map_err(|m| w.fail(m.expected, m.got))
 }
 
 /// Streamable HTTP, "Session Management": sessions are the server's choice; a server without
