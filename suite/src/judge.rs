@@ -285,6 +285,26 @@ pub const RULES: &[Rule] = &[
         check: |s| records::totals_add_up(s.ex),
     },
     Rule {
+        name: "state-write-shows-the-state-it-set",
+        clause: "PRE-2",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_state_write(s.ex),
+        check: |s| records::write_shows_its_state(s.ex),
+    },
+    Rule {
+        name: "every-401-challenges-with-the-metadata",
+        clause: "AUTH-1",
+        level: Seed,
+        choice: None,
+        applies: |s| !s.ex.stdio && s.ex.status() == Some(401),
+        check: |s| {
+            crate::rules::transport::bearer_challenge(s.ex)
+                .err()
+                .map(|m| format!("{}: {}", m.expected, m.got))
+        },
+    },
+    Rule {
         name: "list-items-meet-the-filters",
         clause: "PAG-4",
         level: Seed,

@@ -825,6 +825,12 @@ pub fn fault_cases(engine: &Engine<'_>) -> Vec<FaultCase> {
                 }
             };
             keyed(&mut args, "past");
+            // A text or name of its own, so its effects can be counted after a retry.
+            for member in ["text", "name"] {
+                if args.get(member).is_some_and(Value::is_string) {
+                    args[member] = json!(format!("fuzz past deadline {tool} {:08x}", engine.seed));
+                }
+            }
             let past = if t.writes { Injected::Outcome } else { Injected::Timeout };
             let deadline = Some(row.deadline.to_owned());
             rows.push(FaultCase {
@@ -942,10 +948,55 @@ pub fn faults(engine: &Engine<'_>, rng: TestRng, fixed: Option<FaultCase>) -> bo
                 })
             }
         };
+        let finding = finding.or_else(|| match case.injected {
+            Injected::Outcome => retried_once(engine, &mut trail, case, &ex),
+            _ => None,
+        });
         let Some((clause, detail)) = finding else { return out };
         let mut found = vec![trail.observed(clause, detail, &case.tool, &case.args, &ex)];
         found.extend(out);
         found
+    })
+}
+
+/// Where each keyed write's effect is listed, and the member that tells it (`oracle::READ_BACK`).
+const EFFECTS: &[(&str, &str, &str)] = &[
+    ("create_instruction", "instructions", "text"),
+    ("send_message", "messages", "text"),
+    ("create_organization", "organizations", "name"),
+    ("create_restaurant", "restaurants", "name"),
+];
+
+/// LIM-4 ("a retry with the same idempotency key is safe"): a keyed write answered
+/// MCP_OUTCOME_UNKNOWN, retried with its key once its held answer is over, has one effect in all.
+/// More than one is a second effect; fewer is not judged (a server may list it on a later page).
+fn retried_once(
+    engine: &Engine<'_>,
+    trail: &mut Trail<'_, '_>,
+    case: &FaultCase,
+    first: &Exchange,
+) -> Option<(&'static str, String)> {
+    if error_code(first) != Some("MCP_OUTCOME_UNKNOWN") || case.args.get("idempotency_key").is_none() {
+        return None;
+    }
+    let (_, key, field) = EFFECTS.iter().find(|(t, _, _)| *t == case.tool)?;
+    let text = case.args.get(*field)?.as_str()?.to_owned();
+    // The held answer (500 ms after the effect) is over: the first call has finished.
+    std::thread::sleep(std::time::Duration::from_millis(550));
+    let retry = trail.call(&case.tool, &case.args)?;
+    let (read, args) = super::sequences::read_back(engine, &case.tool, &case.args)?;
+    let listed = trail.call(read, &args)?;
+    let data = listed.structured()?.get("data")?;
+    let n = rules::count_with(data, key, field, &text)?;
+    (n > 1).then(|| {
+        (
+            "LIM-4",
+            format!(
+                "{}: answered MCP_OUTCOME_UNKNOWN, then retried with the same key ({}): {n} effects, not one",
+                case.tool,
+                retry.summary()
+            ),
+        )
     })
 }
 

@@ -178,12 +178,19 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         .filter(|name| engine.tool(name).is_some())
         .chain(["list_restaurants", "list_instructions", "list_organizations"])
         .take(2)
+        // And the messages of the long conversation, paged the same way (PAG-3, PAG-8).
+        .chain(["get_conversation"])
         .filter_map(|name| {
             let tool = engine.tool(name)?;
             tool.has_property("cursor").then_some(())?;
             let mut args = json!({});
             if tool.has_property("restaurant_id") {
                 args["restaurant_id"] = json!(busy.clone()?);
+            }
+            if tool.has_property("conversation_id") {
+                let ctx = engine.caller.ctx;
+                args["conversation_id"] =
+                    json!(ctx.id_map.to_server(&ctx.dataset.landmarks.long_conversation));
             }
             Some((name.to_owned(), args))
         })
@@ -203,7 +210,8 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         (select(indexed), any::<bool>(), 0u64..17, Pick::any(), Pick::any(), Pick::any(), Pick::any())
             .prop_map(move |((i, (tool, mut args)), default, n, page, position, replacement, who)| {
                 if !default {
-                    args["limit"] = json!(20 - n);
+                    let size = if tool == "get_conversation" { "message_limit" } else { "limit" };
+                    args[size] = json!(20 - n);
                 }
                 let persona = Some(walkers[i][who.index(walkers[i].len())].clone()).filter(|p| *p != owner);
                 CursorCase { tool, args, page, position, replacement, persona }
@@ -537,7 +545,7 @@ fn sibling_args(args: &Value) -> Option<Value> {
 
 /// The read that lists what `tool` created (`oracle::READ_BACK`), with the write's scope IDs and
 /// its page size at the contract's maximum, when the server publishes it.
-fn read_back<'t>(engine: &'t Engine<'_>, tool: &str, args: &Value) -> Option<(&'t str, Value)> {
+pub(super) fn read_back<'t>(engine: &'t Engine<'_>, tool: &str, args: &Value) -> Option<(&'t str, Value)> {
     let read = crate::oracle::READ_BACK.iter().find(|(w, _)| *w == tool).map(|(_, r)| *r)?;
     let t = engine.tool(read)?;
     let props = t.schema.get("properties")?.as_object()?;

@@ -595,3 +595,29 @@ pub fn totals_add_up(ex: &Exchange) -> Option<String> {
     }
     None
 }
+
+/// The state writes and the record whose status they set.
+const STATE_WRITES: &[(&str, &str)] =
+    &[("update_order_status", "order"), ("set_restaurant_status", "restaurant")];
+
+/// A state write served (not a replay of something else: these writes take no key).
+pub fn applies_state_write(ex: &Exchange) -> bool {
+    success(ex).is_some_and(|(tool, data, _)| {
+        STATE_WRITES.iter().any(|(t, record)| *t == tool && data.get(*record).is_some_and(Value::is_object))
+    })
+}
+
+/// PRE-2 ("after a successful write, every read of the order shows what the write set"): the
+/// write's own answer is the first such read; the record it shows has the status asked for.
+pub fn write_shows_its_state(ex: &Exchange) -> Option<String> {
+    let (tool, data, args) = success(ex)?;
+    let (_, record) = STATE_WRITES.iter().find(|(t, _)| *t == tool)?;
+    let asked = args.get("status")?.as_str()?;
+    let shown = data.get(*record)?.get("status")?.as_str()?;
+    (shown != asked).then(|| {
+        format!(
+            "{tool} to {asked} answered success with the {record} in status {shown} ({})",
+            ex.request_id().unwrap_or("no request_id")
+        )
+    })
+}

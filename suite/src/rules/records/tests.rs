@@ -367,3 +367,29 @@ fn analytics_totals_are_the_sum_of_their_series() {
     assert_eq!(totals_add_up(&served(17)), None, "an average is not a sum");
     assert!(totals_add_up(&served(11)).is_some(), "the last day left out");
 }
+
+#[test]
+fn a_state_write_answers_the_state_it_set() {
+    let args = json!({ "restaurant_id": "rst_central", "order_id": "ord_c0001", "status": "accepted", "expected_status": "received" });
+    let ok = call(
+        "owner",
+        "update_order_status",
+        args.clone(),
+        json!({ "order": { "id": "ord_c0001", "status": "accepted" } }),
+    );
+    assert!(applies_state_write(&ok) && write_shows_its_state(&ok).is_none());
+    let stale = call(
+        "owner",
+        "update_order_status",
+        args,
+        json!({ "order": { "id": "ord_c0001", "status": "received" } }),
+    );
+    assert!(write_shows_its_state(&stale).is_some());
+    let bare = call(
+        "owner",
+        "update_order_status",
+        json!({ "status": "accepted" }),
+        json!({ "id": "ord_c0001", "status": "accepted" }),
+    );
+    assert!(!applies_state_write(&bare), "the data shape is ENV-7's (variant bare-order-data)");
+}
