@@ -235,6 +235,37 @@ faults! {
     B628Env6 = "b6-28-env6", "ENV-6", Full, "MCP_IDEMPOTENCY_MISMATCH quotes the idempotency key";
     B629Lim7 = "b6-29-lim7", "LIM-7", Full, "the body limit is 1 MB (1,000,000 bytes), not 1 MiB: bodies of 1,000,001 to 1,048,576 bytes get 413";
     B630Lim1 = "b6-30-lim1", "LIM-1", Seed, "get_analytics' totals leave out the range's last day (summed over from..to) while the series covers from..=to";
+    // Batch 7 (`batch7.rs`): opaque names (`b7-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B701Proto1 = "b7-01-proto1", "PROTO-1", Seed, "logging/setLevel is -32601 (method not found) though initialize advertises the logging capability";
+    B702Proto2 = "b7-02-proto2", "PROTO-2", Seed, "a request whose id is 0 is taken for a notification: HTTP 202 with no body, never answered";
+    B703Auth4 = "b7-03-auth4", "AUTH-4", Seed, "get_analytics skips the membership check: a foreign restaurant's analytics are served (an absent one is still refused)";
+    B704Auth3 = "b7-04-auth3", "AUTH-3", Seed, "resources/read of a restaurant checks membership, not scopes: a token without restaurants:read is served";
+    B705Pag5 = "b7-05-pag5", "PAG-5", Seed, "cursors are percent-decoded before they are looked up: a cursor with a character written %XX is served as the original";
+    B706Pre2 = "b7-06-pre2", "PRE-2", Seed, "list_restaurants shows a restaurant's status before its last set_restaurant_status for 30 s (get_restaurant is fresh)";
+    B707Proto2 = "b7-07-proto2", "PROTO-2", Seed, "prompts/get of an unknown prompt is -32603 (internal error) instead of -32602";
+    B708Proto3 = "b7-08-proto3", "PROTO-3", Seed, "limit and message_limit with a fractional part (20.5) are truncated and served instead of refused";
+    B709Auth6 = "b7-09-auth6", "AUTH-6", Seed, "create_instruction asks for staff, not manager";
+    B710Pag8 = "b7-10-pag8", "PAG-8", Seed, "a page of messages reached through a cursor returns every message left (over 100), with no next_cursor";
+    B711Idem6 = "b7-11-idem6", "IDEM-6", Seed, "the key's time to live is 86,400 written in milliseconds: keys are forgotten after 86.4 s";
+    B712Idem7 = "b7-12-idem7", "IDEM-7", Full, "a keyed call that failed with MCP_DEPENDENCY_UNAVAILABLE is stored: its retry with the same key replays the failure";
+    B713Auth1 = "b7-13-auth1", "AUTH-1", Seed, "the protected-resource metadata's resource is the endpoint URL with a trailing slash (/mcp/)";
+    B714Proto5 = "b7-14-proto5", "PROTO-5", Seed, "the Origin allow-list is matched with ends_with(\"localhost\"): http://evil-localhost is served";
+    B715Env5 = "b7-15-env5", "ENV-5", Seed, "MCP_CURSOR_INVALID says category not_found";
+    B716Env1 = "b7-16-env1", "ENV-1", Seed, "replays of keyed calls carry no text block (content: [])";
+    B717Idem1 = "b7-17-idem1", "IDEM-1", Seed, "idempotency keys are NFC-normalized before their length is checked: 255 \"é\" written decomposed (510 code points) are accepted";
+    B718Idem3 = "b7-18-idem3", "IDEM-3", Seed, "idempotency keys are compared case-insensitively: a key differing only in case with other arguments is MCP_IDEMPOTENCY_MISMATCH";
+    B719Env4 = "b7-19-env4", "ENV-4", Seed, "errors that are not retryable leave retryable out (serialized only when true)";
+    B720Auth2 = "b7-20-auth2", "AUTH-2", Seed, "the token's audience is checked with ends_with(\"/mcp\"): a token for https://other.example.com/mcp is served";
+    B721Pag6 = "b7-21-pag6", "PAG-6", Seed, "a cursor issued by another list tool is accepted (the list starts again) instead of MCP_CURSOR_INVALID";
+    B722Env6 = "b7-22-env6", "ENV-6", Full, "MCP_CURSOR_INVALID's message quotes the cursor's first 12 characters";
+    B723Lim2 = "b7-23-lim2", "LIM-2", Full, "retry_after_ms is whole seconds rounded down: 0 in the window's last second";
+    B724Pag4 = "b7-24-pag4", "PAG-4", Seed, "search_transcripts joins each transcript of a page to the query's occurrences after the page is cut: one that holds it twice is listed twice";
+    B725Proto1 = "b7-25-proto1", "PROTO-1", Seed, "a JSON-RPC response posted by the client gets HTTP 200 with a -32600 error body, neither 202 nor a 4xx";
+    B726Env2 = "b7-26-env2", "ENV-2", Full, "error answers' request_id has 15 characters after req_ (one short of the pattern)";
+    B727Abs1 = "b7-27-abs1", "ABS-1", Seed, "tools/list offers void_order, whose description says it cancels the order and refunds the customer";
+    B728Auth7 = "b7-28-auth7", "AUTH-7", Seed, "list_restaurants without organization_id reads memberships without their revocation: a revoked organization's restaurants are listed";
+    B729Lim7 = "b7-29-lim7", "LIM-7", Full, "a body of exactly 1 MiB gets 413 (the limit checked with >=)";
+    B730Idem4 = "b7-30-idem4", "IDEM-4", Seed, "MCP_OPERATION_IN_PROGRESS says retryable: false";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

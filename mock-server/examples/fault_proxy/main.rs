@@ -17,8 +17,8 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list; `batch4`, `batch5` and `batch6` hold the fourth, fifth and
-//! sixth batches, `b4-`, `b5-` and `b6-` names, whatever their area). `faults` is the catalogue
+//! `catalogue` rewrites tools/list; `batch4` to `batch7` hold the fourth to seventh batches,
+//! `b4-` to `b7-` names, whatever their area). `faults` is the catalogue
 //! of faults, `dataset` what the proxy reads of the published dataset, `wire` requests and
 //! answers as the proxy sees them.
 
@@ -27,6 +27,7 @@ mod auth;
 mod batch4;
 mod batch5;
 mod batch6;
+mod batch7;
 mod catalogue;
 mod dataset;
 mod envelope;
@@ -321,6 +322,9 @@ impl Proxy {
         if self.fault.in_batch6() {
             return self.before_batch6(call).await;
         }
+        if self.fault.in_batch7() {
+            return self.before_batch7(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -348,6 +352,9 @@ impl Proxy {
         }
         if self.fault.in_batch6() {
             return self.after_batch6(call, a).await;
+        }
+        if self.fault.in_batch7() {
+            return self.after_batch7(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
