@@ -300,6 +300,8 @@ Feature: Authentication and authorization
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
     When they list the organizations
     Then they are shown no organizations
+    When they list the restaurants
+    Then they are shown no restaurants
 
   @AUTH-7 @needs-control-memberships
   Scenario: A membership revoked now is refused at once
@@ -311,6 +313,17 @@ Feature: Authentication and authorization
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
     When they list the organizations
     Then they are shown no organizations
+    When they list the restaurants
+    Then they are shown no restaurants
+
+  # The scope on every surface that serves the restaurant's record: a resource that stands for
+  # get_restaurant needs its scope. A server that advertises no resource template naming a
+  # restaurant is not concerned.
+  @AUTH-3
+  Scenario: A token without the scope reads no restaurant as a resource either
+    Given the persona "noscope"
+    When they read the busy restaurant through every restaurant resource template the server lists
+    Then every read is refused and tells nothing of the busy restaurant
 
   # Every surface that names the restaurant: a server that remembers a resource it served once
   # (per token, per session) serves it after the revocation. A server that advertises no resource

@@ -18,6 +18,7 @@ Feature: Cursors
       | flipped at its first character |
       | truncated by one character     |
       | with one letter's case changed |
+      | with one character percent-encoded |
       | re-encoded in base64           |
       | re-encoded in another base64 alphabet or padding |
       | as an empty string             |

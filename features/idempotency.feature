@@ -146,6 +146,15 @@ Feature: Idempotency
     And the answer is not a replay
     And the busy restaurant has exactly 2 instructions "User CANARY"
 
+  # Keys are strings: one that differs from another only in case is another key (a store that
+  # compares them case-insensitively takes it for the first and refuses the other arguments).
+  @IDEM-3
+  Scenario: A key that differs from another only in case is another key
+    When they create the instruction "Case CANARY" in the busy restaurant with the key "idem3c-CANARY"
+    And they create the instruction "Other case CANARY" in the busy restaurant with the key "IDEM3C-CANARY"
+    Then the call succeeds
+    And the answer is not a replay
+
   @IDEM-5
   Scenario: The same key for another tool is another key
     When they create the instruction "Tool CANARY" in the busy restaurant with the key "idem5t-CANARY"
@@ -198,17 +207,23 @@ Feature: Idempotency
     Then the call succeeds
     And the answer is not a replay
 
+  # Every kind of failure inside: an internal error, and a backing store that did not answer.
   @IDEM-7 @needs-control-faults @ext-failures-not-stored
-  Scenario: A call that failed while running leaves its key free
+  Scenario Outline: A call that failed while running leaves its key free (<error>)
     Given a fresh server state
-    And the server fails the next calls of "create_instruction" with a "internal" error
+    And the server fails the next calls of "create_instruction" with a "<error>" error
     When they create the instruction "Retry CANARY" in the busy restaurant with the key "idem7f-CANARY"
-    Then the call fails with "MCP_INTERNAL_ERROR"
+    Then the call fails with "<code>"
     Given the server no longer injects faults
     When they create the instruction "Retry CANARY" in the busy restaurant with the key "idem7f-CANARY"
     Then the call succeeds
     And the answer is not a replay
     And the busy restaurant has exactly 1 instruction "Retry CANARY"
+
+    Examples:
+      | error      | code                       |
+      | internal   | MCP_INTERNAL_ERROR         |
+      | dependency | MCP_DEPENDENCY_UNAVAILABLE |
 
   @IDEM-7 @needs-control-memberships
   Scenario: Access is checked again before a replay

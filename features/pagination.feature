@@ -147,6 +147,13 @@ Feature: Pagination
     Then every page of the walk holds at most 100 messages
     And the walk yields every message of the long conversation exactly once, in one order
 
+  # Every page, not only the first: a limit applied to the first page alone serves the rest at once.
+  @PAG-8
+  Scenario: Every page of messages holds at most the message_limit asked
+    When they walk all the messages of the long conversation with message_limit 10
+    Then every page of the walk holds at most 10 messages
+    And the walk yields every message of the long conversation exactly once, in one order
+
   @PAG-8
   Scenario: A message_limit of 0 is refused
     When they get the long conversation with message_limit 0

@@ -85,6 +85,16 @@ Feature: Optimistic preconditions
     Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
     And the order is "accepted"
 
+  # The change shows in the lists too: a list read from a cache the write does not invalidate.
+  @PRE-2
+  Scenario: A change of status shows when the restaurant is listed
+    Given the persona "owner"
+    When they create the restaurant "Listed CANARY" in the home organization with the key "pre2-listed-CANARY"
+    Then the call succeeds
+    When they set the restaurant they created to its other status, saying what its creation showed
+    Then the call succeeds
+    And the restaurants listed show it in the status its change left
+
   # The change shows on every surface that reads the restaurant, not only on the tool: each
   # restaurant template the server advertises, read after the change. The restaurant is the
   # scenario's own (created here), so no other scenario sees it move. A server that advertises no

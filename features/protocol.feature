@@ -124,8 +124,8 @@ Feature: Transport and protocol
 
   @PROTO-5 @needs-http
   Scenario Outline: A request from a foreign web origin is refused (DNS-rebinding protection): <origin>
-    # Look-alikes of the local origins catch an Origin check by prefix; "null" is a sandboxed
-    # frame's or a file's origin.
+    # Look-alikes of the local origins catch an Origin check by prefix or by suffix; "null" is a
+    # sandboxed frame's or a file's origin.
     Given the persona "owner"
     When they initialize with the header "Origin" set to "<origin>"
     Then the HTTP status is 403
@@ -135,6 +135,7 @@ Feature: Transport and protocol
       | https://attacker.example           |
       | http://localhost.attacker.example  |
       | http://127.0.0.1.attacker.example  |
+      | http://attacker-localhost          |
       | null                               |
 
   # Past the handshake too: an Origin checked on initialize only lets a page that learned (or

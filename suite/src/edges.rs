@@ -88,6 +88,9 @@ pub enum Unit {
     /// Flags ("🇫🇷"): two regional indicators, one grapheme cluster of two characters (8 UTF-8
     /// bytes, 4 UTF-16 units): what a server counting what a person sees counts once.
     Flag,
+    /// "é" written decomposed ("e" and U+0301): two characters (3 UTF-8 bytes, 2 UTF-16 units)
+    /// that Unicode normalization (NFC) makes one.
+    Decomposed,
 }
 
 impl Unit {
@@ -104,6 +107,13 @@ impl Unit {
                 }
                 s
             }
+            Unit::Decomposed => {
+                let mut s = "e\u{301}".repeat(n / 2);
+                if n % 2 == 1 {
+                    s.push('e');
+                }
+                s
+            }
         }
     }
 
@@ -112,6 +122,7 @@ impl Unit {
             Unit::TwoBytes => "two-byte characters (é)",
             Unit::Astral => "astral characters (😀, two UTF-16 units)",
             Unit::Flag => "characters in flags (🇫🇷, two to a flag, one grapheme)",
+            Unit::Decomposed => "characters of a decomposed é (e and U+0301, one once normalized)",
         }
     }
 }
@@ -158,8 +169,10 @@ impl LengthEdge {
 /// every count of characters refuses.
 pub fn length_edges(min: usize, max: usize) -> Vec<LengthEdge> {
     let mut out = Vec::new();
-    for unit in [Unit::TwoBytes, Unit::Astral, Unit::Flag] {
-        let choice = (unit != Unit::TwoBytes).then_some(CODE_POINTS);
+    for unit in [Unit::TwoBytes, Unit::Astral, Unit::Flag, Unit::Decomposed] {
+        // Code points and UTF-16 units count a decomposed é alike: only astral and flag rows
+        // tell the two readings apart.
+        let choice = matches!(unit, Unit::Astral | Unit::Flag).then_some(CODE_POINTS);
         out.push(LengthEdge { chars: max, unit, within: true, choice });
         out.push(LengthEdge { chars: max + 1, unit, within: false, choice: None });
         if min > 1 {
@@ -348,6 +361,11 @@ mod tests {
         // 8 characters are 4 flags: a grapheme count refuses them, a rule.
         assert_eq!(row(8, Unit::Flag, true).unwrap().value(), "🇫🇷".repeat(4));
         assert_eq!(row(8, Unit::Flag, true).unwrap().choice, None);
+        // 256 characters of decomposed é are 128 once normalized (NFC): a server that normalizes
+        // before it counts lets them through, a rule in every reading (UTF-16 counts them alike).
+        let decomposed = row(256, Unit::Decomposed, false).unwrap();
+        assert_eq!(counts(&decomposed.value()), (256, 384, 256));
+        assert_eq!(row(255, Unit::Decomposed, true).unwrap().choice, None);
         // Past the maximum every unit refuses: never a choice.
         assert!(edges.iter().filter(|e| e.chars > 255).all(|e| e.choice.is_none()));
         // No minimum to go under for 1..=200.

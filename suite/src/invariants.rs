@@ -248,6 +248,22 @@ pub fn applies_ext_code(ex: &Exchange) -> bool {
     table_row(ex).is_some_and(|(code, _, _)| code.is_ext())
 }
 
+/// The seed codes whose row a clause states again in its own words (CONTRACT.md: IDEM-4's
+/// "conflict, retryable", IDEM-3's "conflict, not retryable", AUTH-3's "authorization, not
+/// retryable", PRE-2's "category conflict, not retryable"): a wrong row breaks that clause too.
+pub const ROWS_STATED_BY: &[(ErrorCode, &str)] = &[
+    (ErrorCode::OperationInProgress, "IDEM-4"),
+    (ErrorCode::IdempotencyMismatch, "IDEM-3"),
+    (ErrorCode::ScopeRequired, "AUTH-3"),
+    (ErrorCode::ExpectedStateMismatch, "PRE-2"),
+    (ErrorCode::OrderStatusPreconditionFailed, "PRE-2"),
+];
+
+/// A tool error with a code whose row `clause` states.
+pub fn applies_row_stated_by(ex: &Exchange, clause: &str) -> bool {
+    table_row(ex).is_some_and(|(code, _, _)| ROWS_STATED_BY.iter().any(|(c, cl)| *c == code && *cl == clause))
+}
+
 /// ENV-5: a table code with its fixed category and retryable flag.
 pub fn code_on_its_row(ex: &Exchange) -> Option<String> {
     let (code, category, retryable) = table_row(ex)?;

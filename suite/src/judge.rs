@@ -165,6 +165,38 @@ pub const RULES: &[Rule] = &[
         check: |s| inv::code_on_its_row(s.ex),
     },
     Rule {
+        name: "code-row-stated-by-idem-4",
+        clause: "IDEM-4",
+        level: Seed,
+        choice: None,
+        applies: |s| inv::applies_row_stated_by(s.ex, "IDEM-4"),
+        check: |s| inv::code_on_its_row(s.ex),
+    },
+    Rule {
+        name: "code-row-stated-by-idem-3",
+        clause: "IDEM-3",
+        level: Seed,
+        choice: None,
+        applies: |s| inv::applies_row_stated_by(s.ex, "IDEM-3"),
+        check: |s| inv::code_on_its_row(s.ex),
+    },
+    Rule {
+        name: "code-row-stated-by-auth-3",
+        clause: "AUTH-3",
+        level: Seed,
+        choice: None,
+        applies: |s| inv::applies_row_stated_by(s.ex, "AUTH-3"),
+        check: |s| inv::code_on_its_row(s.ex),
+    },
+    Rule {
+        name: "code-row-stated-by-pre-2",
+        clause: "PRE-2",
+        level: Seed,
+        choice: None,
+        applies: |s| inv::applies_row_stated_by(s.ex, "PRE-2"),
+        check: |s| inv::code_on_its_row(s.ex),
+    },
+    Rule {
         name: "ext-code-on-its-row",
         clause: "ENV-5",
         level: Ext,
@@ -303,6 +335,14 @@ pub const RULES: &[Rule] = &[
                 .err()
                 .map(|m| format!("{}: {}", m.expected, m.got))
         },
+    },
+    Rule {
+        name: "page-holds-each-item-once",
+        clause: "PAG-4",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_page(s.ex),
+        check: |s| records::repeated_item(s.ex),
     },
     Rule {
         name: "list-items-meet-the-filters",

@@ -404,7 +404,14 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                         push(format!("`{field}` as null"), Some(Value::Null), Expect::Refused);
                     }
                 }
-                Mutation::WrongType => push(target.describe(), Some(wrong_type(&prop)), Expect::Refused),
+                Mutation::WrongType => {
+                    push(target.describe(), Some(wrong_type(&prop)), Expect::Refused);
+                    // An integer with a fractional part is a number, not an integer: a server
+                    // that truncates it serves it.
+                    if prop.get("type").and_then(Value::as_str) == Some("integer") {
+                        push(format!("`{field}` = 20.5, not an integer"), Some(json!(20.5)), Expect::Refused);
+                    }
+                }
                 Mutation::OutsideEnum => {
                     // A word of the tool's other enums is the likeliest wrong value (`cancelled`
                     // as a target of the lifecycle), then one of no enum at all.

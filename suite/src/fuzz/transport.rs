@@ -27,10 +27,11 @@ const UNSUPPORTED: &str = "1999-01-01";
 /// are edges of the integers a JSON number carries exactly, and a string that is no number.
 const IDS: [&str; 5] = ["0", "\"7\"", "-7", "9007199254740991", "\"fuzz-\u{e9}\""];
 /// `protocol.feature`'s foreign origins: look-alikes of the local ones, and a sandboxed frame's.
-const ORIGINS: [&str; 4] = [
+const ORIGINS: [&str; 5] = [
     "https://attacker.example",
     "http://localhost.attacker.example",
     "http://127.0.0.1.attacker.example",
+    "http://attacker-localhost",
     "null",
 ];
 const FOREIGN_HOST: &str = "attacker.example";

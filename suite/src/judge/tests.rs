@@ -194,3 +194,14 @@ fn a_ping_is_answered_with_an_empty_result_whoever_sent_it() {
     check("raw", r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, json!({ "tools": [] }), &[]);
     check("tools/list", "", json!({ "tools": [] }), &[]);
 }
+
+#[test]
+fn a_code_on_the_wrong_row_breaks_the_clause_that_states_the_row_too() {
+    let error = json!({ "code": "MCP_OPERATION_IN_PROGRESS", "category": "conflict", "retryable": false,
+                        "message": "running", "retry_after_ms": 100 });
+    let found = clauses(&answered(error, json!({})));
+    assert!(found.contains(&"ENV-5") && found.contains(&"IDEM-4"), "{found:?}");
+    let right = json!({ "code": "MCP_OPERATION_IN_PROGRESS", "category": "conflict", "retryable": true,
+                        "message": "running", "retry_after_ms": 100 });
+    assert!(!clauses(&answered(right, json!({}))).contains(&"IDEM-4"));
+}

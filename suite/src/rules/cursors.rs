@@ -5,9 +5,10 @@ use base64::Engine as _;
 
 /// The changes of `features/cursors.feature`'s outline that the fuzzer sends after its walk (the
 /// flips are its own one-character change, drawn).
-pub const TAMPERINGS: [&str; 5] = [
+pub const TAMPERINGS: [&str; 6] = [
     "truncated by one character",
     "with one letter's case changed",
+    "with one character percent-encoded",
     "re-encoded in base64",
     "re-encoded in another base64 alphabet or padding",
     "as an empty string",
@@ -44,6 +45,14 @@ pub fn tamper(cursor: &str, how: &str) -> String {
                 c => flip(c),
             };
             chars.into_iter().collect()
+        }
+        // The same characters once percent-decoded (a server that URL-decodes what it looks up).
+        "with one character percent-encoded" if !chars.is_empty() => {
+            let i = chars.len() / 2;
+            let mut bytes = [0; 4];
+            let encoded: String =
+                chars[i].encode_utf8(&mut bytes).bytes().map(|b| format!("%{b:02X}")).collect();
+            chars[..i].iter().collect::<String>() + &encoded + &chars[i + 1..].iter().collect::<String>()
         }
         "truncated by one character" => {
             chars.pop();

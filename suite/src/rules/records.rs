@@ -351,21 +351,36 @@ fn served_tool<'a>(ex: &'a Exchange, tenancy: &'a Tenancy) -> Option<(ToolName, 
     Some((ToolName::parse(ex.tool.as_deref()?)?, persona))
 }
 
-/// A tool served to a persona of the dataset (its scopes are the dataset's).
-pub fn applies_scope(ex: &Exchange, tenancy: &Tenancy) -> bool {
-    served_tool(ex, tenancy).is_some()
+/// What a served answer needed a scope for, the scope, and the persona it was served to: a
+/// tool's own; a resource read naming a restaurant of the dataset stands for `get_restaurant`.
+fn needed_scope<'a>(ex: &'a Exchange, tenancy: &'a Tenancy) -> Option<(&'static str, &'static str, &'a str)> {
+    if let Some((tool, persona)) = served_tool(ex, tenancy) {
+        return Some((tool.as_str(), tool.scope(), persona));
+    }
+    if ex.method != "resources/read" || served(ex).is_none() {
+        return None;
+    }
+    let persona = ex.persona.as_deref().filter(|p| tenancy.scopes.contains_key(*p))?;
+    let uri = request_params(ex)?.get("uri")?.as_str()?.to_owned();
+    words(&uri).any(|w| tenancy.restaurants.contains(w)).then_some(())?;
+    let tool = ToolName::GetRestaurant;
+    Some(("resources/read of a restaurant", tool.scope(), persona))
 }
 
-/// AUTH-3: the tool's scope is not among the persona's, and the tool was served (a replay or a
-/// page reached through a cursor alike).
+/// A tool served to a persona of the dataset (its scopes are the dataset's), or a restaurant read
+/// as a resource.
+pub fn applies_scope(ex: &Exchange, tenancy: &Tenancy) -> bool {
+    needed_scope(ex, tenancy).is_some()
+}
+
+/// AUTH-3: the scope is not among the persona's, and the answer was served (a replay, a page
+/// reached through a cursor, a resource alike).
 pub fn served_without_scope(ex: &Exchange, tenancy: &Tenancy) -> Option<String> {
-    let (tool, persona) = served_tool(ex, tenancy)?;
+    let (what, scope, persona) = needed_scope(ex, tenancy)?;
     let scopes = tenancy.scopes.get(persona)?;
-    (!scopes.iter().any(|s| s == tool.scope())).then(|| {
+    (!scopes.iter().any(|s| s == scope)).then(|| {
         format!(
-            "{} served to {persona}, whose token lacks {} ({})",
-            tool.as_str(),
-            tool.scope(),
+            "{what} served to {persona}, whose token lacks {scope} ({})",
             ex.request_id().unwrap_or("no request_id")
         )
     })
@@ -620,4 +635,15 @@ pub fn write_shows_its_state(ex: &Exchange) -> Option<String> {
             ex.request_id().unwrap_or("no request_id")
         )
     })
+}
+
+/// PAG-4 ("every item exactly once"), on one page: no item ID twice (a search that lists a
+/// record once per match, a join that repeats a row).
+pub fn repeated_item(ex: &Exchange) -> Option<String> {
+    let (tool, data, _) = success(ex)?;
+    let items =
+        if tool == "get_conversation" { data.get("messages")?.as_array()? } else { page_items(data)? };
+    let mut seen = HashSet::new();
+    let twice = items.iter().filter_map(|i| i.get("id")?.as_str()).find(|id| !seen.insert(*id))?;
+    Some(format!("{tool}: {twice} twice on one page ({})", ex.request_id().unwrap_or("no request_id")))
 }

@@ -193,7 +193,7 @@ async fn next_as(w: &mut ConformanceWorld, persona: String) -> anyhow::Result<()
 }
 
 #[when(
-    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|with one letter's case changed|re-encoded in base64|re-encoded in another base64 alphabet or padding|as an empty string)$"
+    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|with one letter's case changed|with one character percent-encoded|re-encoded in base64|re-encoded in another base64 alphabet or padding|as an empty string)$"
 )]
 async fn next_tampered(w: &mut ConformanceWorld, how: String) -> anyhow::Result<()> {
     let list = list(w)?;

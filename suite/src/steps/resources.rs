@@ -83,6 +83,45 @@ async fn reads_show_status(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// PRE-2 on the lists: the restaurant the scenario created and changed, found in
+/// `list_restaurants` of its organization (every page, at most a bounded walk), shows the status
+/// its change left (a list read from a cache the write does not invalidate shows the old one).
+#[then("the restaurants listed show it in the status its change left")]
+async fn listed_status(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let id = saved(w, CREATED)?;
+    let want = saved(w, CHANGED_TO)?;
+    let org = w.dataset().landmarks.home_organization.clone();
+    let mut args = json!({ "organization_id": org, "limit": chataigne_contract::MAX_LIMIT });
+    for _ in 0..MAX_PAGES {
+        w.call_tool("list_restaurants", args.clone()).await?;
+        let ex = w.last()?;
+        let Some(s) = ex.structured().filter(|_| !ex.is_error()) else {
+            return Err(w.fail("a page of the organization's restaurants", ex.summary()));
+        };
+        let server_id = w.ctx().id_map.to_server(&id);
+        let found = s.pointer("/data/restaurants").and_then(Value::as_array).and_then(|items| {
+            items.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(server_id.as_str())).cloned()
+        });
+        let next = s.pointer("/meta/next_cursor").and_then(Value::as_str).map(str::to_owned);
+        if let Some(r) = found {
+            let status = r.get("status").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if status == want {
+                return Ok(());
+            }
+            return Err(w.fail(
+                format!("{id} listed in status \"{want}\", as the change left it"),
+                format!("status \"{status}\""),
+            ));
+        }
+        let Some(cursor) = next else { break };
+        args["cursor"] = json!(cursor);
+    }
+    Err(w.fail(format!("{id} among the organization's restaurants"), "not listed"))
+}
+
+/// Pages of the organization's restaurants read at most to find the one the scenario created.
+const MAX_PAGES: usize = 20;
+
 /// What an earlier step of the scenario saved: the change step comes first.
 fn saved(w: &ConformanceWorld, what: &str) -> anyhow::Result<String> {
     w.saved.get(what).cloned().ok_or_else(|| anyhow::anyhow!("no restaurant was created and changed"))

@@ -89,6 +89,7 @@ impl Fake {
     pub fn serve_as(&self, handler: impl Fn(Option<&str>, &str, &Value) -> Reply + Send + Sync + 'static) {
         let mock = Mock::given(method("POST")).and(path("/mcp")).respond_with(Responder(Box::new(handler)));
         self.runtime.block_on(mock.mount(&self.server));
+        self.no_event_stream();
     }
 
     /// A well-behaved MCP session whose tools/call answers come from `tool(name, arguments)`.
@@ -124,6 +125,13 @@ impl Fake {
     pub fn serve_with(&self, responder: impl Respond + 'static) {
         let mock = Mock::given(method("POST")).and(path("/mcp")).respond_with(responder);
         self.runtime.block_on(mock.mount(&self.server));
+        self.no_event_stream();
+    }
+
+    /// No event stream of its own: a GET of the endpoint is 405, as Streamable HTTP allows.
+    fn no_event_stream(&self) {
+        let get = Mock::given(method("GET")).and(path("/mcp")).respond_with(ResponseTemplate::new(405));
+        self.runtime.block_on(get.mount(&self.server));
     }
 
     /// Answer every request under /control with `responder`.
@@ -225,8 +233,21 @@ pub fn conforming(tool: &str, args: &Value) -> Reply {
         },
         "list_orders" => {
             let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(20) as usize;
-            let orders: Vec<_> = d.orders_of(restaurant).take(limit).collect();
-            success(json!({ "orders": orders }))
+            // An offset for a cursor: enough for a fake (no order arrives during its walks).
+            let skip = args.get("cursor").and_then(Value::as_str).and_then(|c| c.strip_prefix("after-"));
+            let skip = skip.and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+            let all: Vec<_> = d.orders_of(restaurant).collect();
+            let orders: Vec<_> = all.iter().skip(skip).take(limit).collect();
+            let mut reply = json!({
+                "content": [{ "type": "text", "text": "Here is what you asked for." }],
+                "structuredContent": { "data": { "orders": orders },
+                                       "meta": { "request_id": request_id(), "truncated": false, "replayed": false } },
+                "isError": false,
+            });
+            if skip + limit < all.len() {
+                reply["structuredContent"]["meta"]["next_cursor"] = json!(format!("after-{}", skip + limit));
+            }
+            Reply::Result(reply)
         }
         _ => Reply::Raw(500, "text/plain", "not scripted".into()),
     }

@@ -279,11 +279,11 @@ fn fuzz_waits_out_a_rate_limit_instead_of_judging_it() {
     });
     // The transport probes come first (the fake answers them as a server would not: their
     // findings are not this test's); the tool calls after them are all rate-limited.
-    let (_, report) = fuzz_fake(&fake, "80calls");
+    let (_, report) = fuzz_fake(&fake, "100calls");
     let tool_findings: Vec<&Value> =
         findings(&report).iter().filter(|f| f["replay"]["kind"] != "transport").collect();
     assert_eq!(tool_findings, Vec::<&Value>::new(), "{report:#}");
-    assert_eq!(report["calls"], 80);
+    assert_eq!(report["calls"], 100);
     // Every refusal but the last of each call waited its 40 ms.
     assert!(report["elapsed_ms"].as_u64().unwrap() >= 300, "{report:#}");
 }

@@ -112,6 +112,7 @@ fn a_list_that_is_not_an_array_is_not_an_empty_one() {
         fake.serve_tools(move |tool, args| match tool {
             "get_restaurant" => refused(ErrorCode::ResourceForbidden),
             "list_organizations" => success(json!({ "organizations": organizations.clone() })),
+            "list_restaurants" => success(json!({ "restaurants": [] })),
             _ => conforming(tool, args),
         });
         let outcome =

@@ -393,3 +393,32 @@ fn a_state_write_answers_the_state_it_set() {
     );
     assert!(!applies_state_write(&bare), "the data shape is ENV-7's (variant bare-order-data)");
 }
+
+#[test]
+fn a_page_holds_each_item_once() {
+    let args = json!({ "restaurant_id": "rst_central", "query": "gluten" });
+    let hits = |ids: &[&str]| {
+        let items: Vec<Value> =
+            ids.iter().map(|id| json!({ "id": id, "restaurant_id": "rst_central" })).collect();
+        call("owner", "search_transcripts", args.clone(), json!({ "transcripts": items }))
+    };
+    assert!(applies_page(&hits(&["trs_c01"])));
+    assert_eq!(repeated_item(&hits(&["trs_c01", "trs_c02"])), None);
+    assert!(repeated_item(&hits(&["trs_c01", "trs_c02", "trs_c01"])).is_some());
+}
+
+#[test]
+fn a_restaurant_read_as_a_resource_needs_the_scope_of_get_restaurant() {
+    let t = tenancy();
+    let mut ex = call("noscope", "", json!({}), json!({}));
+    ex.method = "resources/read".into();
+    ex.tool = None;
+    ex.request_body = json!({ "params": { "uri": "chataigne://restaurants/rst_central" } }).to_string();
+    ex.response_mut_for_test().message = Some(json!({ "jsonrpc": "2.0", "id": 1, "result": {
+        "contents": [{ "uri": "chataigne://restaurants/rst_central", "text": "{}" }] } }));
+    assert!(applies_scope(&ex, &t) && served_without_scope(&ex, &t).is_some());
+    ex.persona = Some("owner".into());
+    assert!(served_without_scope(&ex, &t).is_none());
+    ex.request_body = json!({ "params": { "uri": "chataigne://contract" } }).to_string();
+    assert!(!applies_scope(&ex, &t), "a resource that names no restaurant");
+}
