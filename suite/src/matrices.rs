@@ -422,15 +422,20 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                         .cloned()
                         .unwrap_or_default();
                     let array = prop.get("type").and_then(Value::as_str) == Some("array");
-                    // And each of those written otherwise: another case, another spelling (a
-                    // server that matches loosely, or takes `canceled` for `cancelled`).
+                    // And words written otherwise: its own first word and the first other word in
+                    // another case, its own first word with a trailing space (a server that
+                    // matches loosely), and every word in its other spelling (`canceled` for
+                    // `cancelled`). A few rows an enum, not three a word: each is a round trip.
                     let others: Vec<Value> =
                         enum_words(&schema).into_iter().filter(|w| !own.contains(w)).collect();
-                    let variants = others.iter().chain(&own).filter_map(Value::as_str).flat_map(|w| {
-                        [w.to_ascii_uppercase(), w.replacen("ll", "l", 1), format!("{w} ")]
-                            .into_iter()
-                            .filter(move |v| v != w)
-                    });
+                    let word = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+                    let (first_own, first_other) = (word(own.first()), word(others.first()));
+                    let cased =
+                        [&first_own, &first_other].into_iter().flatten().map(|w| w.to_ascii_uppercase());
+                    let spaced = first_own.iter().map(|w| format!("{w} "));
+                    let spelled =
+                        others.iter().chain(&own).filter_map(Value::as_str).map(|w| w.replacen("ll", "l", 1));
+                    let variants = cased.chain(spaced).chain(spelled);
                     let variants: Vec<Value> = variants
                         .map(Value::from)
                         .filter(|v| !own.contains(v) && !others.contains(v))

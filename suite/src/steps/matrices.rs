@@ -74,10 +74,10 @@ pub(super) async fn call_patiently(w: &mut ConformanceWorld, tool: &str, args: V
 }
 
 /// Rows of a matrix in flight at once. Over a network a matrix is hundreds of round trips one
-/// after another; side by side they take a few dozen. Rows are independent (refusals, and reads
+/// after another; side by side (16: docs/BENCHMARKS.md) they take a few dozen. Rows are independent (refusals, and reads
 /// served), and their exchanges are recorded and judged in row order whatever order they came
 /// back in, so verdicts and messages do not depend on the concurrency.
-const ROWS_AT_ONCE: usize = 8;
+const ROWS_AT_ONCE: usize = 16;
 
 /// One row's call: as `persona`, `tool` with `args` (dataset IDs), on a request whose JSON-RPC id
 /// is `id(attempt)` when given.
