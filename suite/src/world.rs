@@ -387,11 +387,7 @@ impl ConformanceWorld {
         if self.judges_rates() {
             return Ok(false);
         }
-        let wait = self.last().ok().and_then(|ex| {
-            let error = ex.structured()?.pointer("/data/error")?;
-            (error.get("category")?.as_str()? == "rate_limit")
-                .then(|| error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000))
-        });
+        let wait = self.last().ok().and_then(crate::rules::rate_wait_ms);
         let Some(ms) = wait else { return Ok(false) };
         let ms = ms.clamp(1, PATIENCE_MS) + 50;
         if *waited + ms > PATIENCE_MS {

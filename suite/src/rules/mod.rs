@@ -50,6 +50,14 @@ pub fn names_scope(ex: &Exchange, scope: &str) -> bool {
         == Some(scope)
 }
 
+/// How long a refusal for the rate asks to wait (`retry_after_ms`, 1 s when it names none);
+/// `None` for any other answer.
+pub fn rate_wait_ms(ex: &Exchange) -> Option<u64> {
+    let error = ex.structured()?.pointer("/data/error")?;
+    (error.get("category")?.as_str()? == "rate_limit")
+        .then(|| error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000))
+}
+
 /// `the error asks to retry after a delay`: a tool error with `retry_after_ms` > 0.
 pub fn asks_to_retry_later(ex: &Exchange) -> bool {
     ex.structured()

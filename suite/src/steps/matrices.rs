@@ -143,10 +143,7 @@ async fn call_row(
             }
             None => client.call_tool(&row.tool, args.clone()).await,
         };
-        let wait = ex.structured().and_then(|s| s.pointer("/data/error")).and_then(|error| {
-            (error.get("category")?.as_str()? == "rate_limit")
-                .then(|| error.get("retry_after_ms").and_then(Value::as_u64).unwrap_or(1000))
-        });
+        let wait = crate::rules::rate_wait_ms(&ex);
         out.exchanges.push(ex);
         let Some(ms) = wait else { break };
         let ms = ms.clamp(1, PATIENCE_MS) + 50;
