@@ -69,6 +69,16 @@ Feature: Transport and protocol
     When they start a session and ask for every list the protocol has and every entry listed
     Then each capability it advertises is served, and nothing it serves is unadvertised
 
+  # MCP's Prompts and Resources, *Error Handling*: a name the server does not have is an error
+  # (a result would serve what does not exist); the codes MCP says a server SHOULD use (-32602 for a
+  # prompt, -32002 or -32602 for a resource) are the reference's choice `unknown-name-codes`, and
+  # -32601 from a server without the capability passes.
+  @PROTO-2
+  Scenario: A prompt or a resource the server does not have is a JSON-RPC error
+    Given the persona "owner"
+    When they start a session and ask for a prompt and a resource the server does not have
+    Then each is refused with a JSON-RPC error, the codes MCP names by the reference's choice
+
   @PROTO-2
   Scenario: An unknown method is a JSON-RPC method-not-found error
     Given the persona "owner"

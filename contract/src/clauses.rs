@@ -90,7 +90,10 @@ pub const CHOICES: &[(&str, &str)] = &[
         "rate-window",
         "the rate window opens with a pair's first call and lasts 60 s: call 1001 (501) within it is refused",
     ),
-    ("retry-after", "rate-limited errors carry retry_after_ms"),
+    (
+        "retry-after",
+        "rate-limited errors carry retry_after_ms, no shorter than what is left of the rate window",
+    ),
     ("message-page-default", "get_conversation returns 50 messages unless message_limit says otherwise"),
     ("keyset-walk", "items created during a walk never cause a duplicate or a skip (keyset pagination)"),
     ("stateless-revision", "protocol revision 2026-07-28 is served (server/discover, no handshake)"),
@@ -131,6 +134,10 @@ pub const CHOICES: &[(&str, &str)] = &[
     (
         "message-limit-refused",
         "a message_limit over 100 is refused with MCP_INVALID_ARGUMENTS (the seed's \"100 messages maximum\" also reads as a clamp)",
+    ),
+    (
+        "unknown-name-codes",
+        "prompts/get of a prompt the server does not have is -32602, resources/read of a resource it does not have -32002 (-32602 from revision 2026-07-28), as MCP says a server SHOULD (the seed level accepts any JSON-RPC error)",
     ),
     (
         "length-code-points",

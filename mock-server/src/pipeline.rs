@@ -106,7 +106,8 @@ async fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<
         tool: tool.as_str(),
     };
     match app.rate.hit(&key, tool.kind().rate_per_minute(), app.clock.now_ms()).await {
-        Ok(verdict) => verdict.map_err(|ms| ToolError::retry_after(ErrorCode::RateLimited, ms)),
+        Ok(verdict) => verdict
+            .map_err(|ms| ToolError::retry_after(ErrorCode::RateLimited, app.defects.retry_after_ms(ms))),
         // Fail open: a shared limiter that is down must not stop calls that need nothing else.
         // Not a warning per call: the store logs when it goes down and when it is back.
         Err(StoreError) => {

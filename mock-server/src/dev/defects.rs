@@ -36,6 +36,7 @@ named_modes! {
         ErrorIdNull = "error-id-null", "PROTO-2", "JSON-RPC error answers carry id null instead of the request's";
         RefusalIdNull = "refusal-id-null", "PROTO-2", "a tool call refused for its arguments is answered with id null (a validation layer that builds its own answers)";
         UnknownToolAsMethod = "unknown-tool-as-method", "PROTO-2", "an unknown tool gets -32601 instead of -32602";
+        UnknownPromptInternal = "unknown-prompt-internal", "PROTO-2", "prompts/get of an unknown prompt answers -32603 (the handler's lookup error left to the generic handler), not -32602";
         OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
         OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
         OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
@@ -66,6 +67,7 @@ named_modes! {
         AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
         LeapDayRange = "leap-day-range", "LIM-1", "analytics ranges are counted in 365-day years, leap days left out: a 367-day range through 29 February is accepted";
         NoRateLimit = "no-rate-limit", "LIM-2", "no rate limit";
+        RetryAfterWholeSeconds = "retry-after-whole-seconds", "LIM-2", "retry_after_ms is the window's rest in whole seconds rounded down (0 in its last second): a client that waits that long is refused again";
         RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
         ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
         SearchDeadlineEmpty = "search-deadline-empty", "LIM-4", "search_transcripts past its deadline answers an empty success (no hits) instead of MCP_TOOL_TIMEOUT";
@@ -564,6 +566,16 @@ impl Defects {
 
     pub fn rate_disabled(&self) -> bool {
         self.has(Defect::NoRateLimit)
+    }
+
+    /// LIM-2: the wait a rate-limit refusal asks for, as the server computed it.
+    pub fn retry_after_ms(&self, ms: u64) -> u64 {
+        if self.has(Defect::RetryAfterWholeSeconds) { ms / 1000 * 1000 } else { ms }
+    }
+
+    /// PROTO-2: the error of a prompts/get that names no prompt the server has.
+    pub fn unknown_prompt_internal(&self) -> bool {
+        self.has(Defect::UnknownPromptInternal)
     }
 
     pub fn rate_client(&self, client: &str) -> String {

@@ -243,6 +243,10 @@ impl ServerHandler for Handler {
         if self.app.defects.prompt_get_unserved() {
             return Err(ErrorData::new(RpcCode::METHOD_NOT_FOUND, "prompts/get", None));
         }
+        let unknown = self.app.defects.unknown_prompt_internal() && !prompts::exists(&request.name);
+        if unknown {
+            return Err(ErrorData::internal_error("internal error", None));
+        }
         prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
     }
 }

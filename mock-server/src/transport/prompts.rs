@@ -92,6 +92,11 @@ pub fn list() -> Vec<Prompt> {
         .collect()
 }
 
+/// Whether the server has a prompt of this name.
+pub fn exists(name: &str) -> bool {
+    PROMPTS.iter().any(|p| p.name == name)
+}
+
 /// `prompts/get`: the prompt's one user message, or -32602.
 pub fn get(name: &str, arguments: Option<&JsonObject>) -> Result<GetPromptResult, ErrorData> {
     let prompt = PROMPTS

@@ -143,6 +143,34 @@ pub fn prompt_finding(ex: &Exchange, name: &str) -> Option<String> {
     })
 }
 
+/// A prompt name and a resource URI no server has: asked for to see the unknown refused.
+pub const UNKNOWN_PROMPT: &str = "chataigne-conformance-no-such-prompt";
+pub const UNKNOWN_URI: &str = "chataigne-conformance://no-such-resource";
+
+/// PROTO-2 for a prompt or resource the server does not have (`prompts/get`, `resources/read`):
+/// a JSON-RPC error below HTTP 500, never a result (that would serve what does not exist). `Err`
+/// is the expectation it misses; `Ok(Some(_))` a code other than the ones MCP says a server
+/// SHOULD use — -32602 for a prompt; -32002, or -32602 as revision 2026-07-28 names it, for a
+/// resource —, the reference's choice `unknown-name-codes`, a difference at the full level only.
+/// -32601 passes both: a server without the capability need not serve the method.
+pub fn unknown_finding(ex: &Exchange) -> Result<Option<String>, String> {
+    let what = match ex.method.as_str() {
+        "prompts/get" => format!("prompts/get of {UNKNOWN_PROMPT}, a prompt the server does not have,"),
+        _ => format!("resources/read of {UNKNOWN_URI}, a resource the server does not have,"),
+    };
+    if ex.status().is_some_and(|s| s >= 500) {
+        return Err(format!("{what} to be refused below HTTP 500"));
+    }
+    let Some(code) = rpc_code(ex) else {
+        return Err(format!("{what} to be refused with a JSON-RPC error"));
+    };
+    let expected: &[i64] = match ex.method.as_str() {
+        "prompts/get" => &[-32602, -32601],
+        _ => &[-32002, -32602, -32601],
+    };
+    Ok((!expected.contains(&code)).then(|| format!("{what} answered {code}, not {expected:?}")))
+}
+
 /// The `uri` of every resource of a `resources/list` page.
 pub fn resource_uris(ex: &Exchange) -> Vec<String> {
     let surface = LISTS[1];
@@ -229,6 +257,28 @@ mod tests {
         assert!(prompt_finding(&missing, "p").is_some());
         let empty = answer(json!({ "jsonrpc": "2.0", "id": 1, "result": {} }));
         assert!(prompt_finding(&empty, "p").is_some());
+    }
+
+    #[test]
+    fn an_unknown_prompt_or_resource_is_an_error_and_mcps_codes_are_the_choice() {
+        let on = |method: &str, message: Value| {
+            let mut ex = answer(message);
+            ex.method = method.into();
+            ex
+        };
+        let error =
+            |code: i64| json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": code, "message": "x" } });
+        assert_eq!(unknown_finding(&on("prompts/get", error(-32602))), Ok(None));
+        assert_eq!(unknown_finding(&on("resources/read", error(-32002))), Ok(None));
+        assert_eq!(unknown_finding(&on("resources/read", error(-32602))), Ok(None));
+        assert_eq!(unknown_finding(&on("prompts/get", error(-32601))), Ok(None), "no prompts served");
+        // The Python SDK answers an unknown prompt -32603: the seed passes, the choice differs.
+        assert!(matches!(unknown_finding(&on("prompts/get", error(-32603))), Ok(Some(_))));
+        assert!(matches!(unknown_finding(&on("resources/read", error(0))), Ok(Some(_))));
+        let served = json!({ "jsonrpc": "2.0", "id": 1, "result": { "messages": [] } });
+        assert!(unknown_finding(&on("prompts/get", served)).is_err());
+        let read = json!({ "jsonrpc": "2.0", "id": 1, "result": { "contents": [] } });
+        assert!(unknown_finding(&on("resources/read", read)).is_err());
     }
 
     #[test]

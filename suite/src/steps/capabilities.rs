@@ -109,3 +109,36 @@ async fn nothing_out_of_reach(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// PROTO-2 for names the server does not have (`rules::capabilities::unknown_finding`).
+#[when("they start a session and ask for a prompt and a resource the server does not have")]
+async fn ask_unknown(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let (client, _) = w.started_client(None).await?;
+    w.keep_client(client)?;
+    w.rpc("prompts/get", json!({ "name": rules::UNKNOWN_PROMPT })).await?;
+    w.rpc("resources/read", json!({ "uri": rules::UNKNOWN_URI })).await?;
+    Ok(())
+}
+
+#[then("each is refused with a JSON-RPC error, the codes MCP names by the reference's choice")]
+async fn unknown_refused(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let asked: Vec<_> = w
+        .history
+        .iter()
+        .filter(|ex| matches!(ex.method.as_str(), "prompts/get" | "resources/read"))
+        .cloned()
+        .collect();
+    if asked.len() != 2 {
+        return Err(anyhow::anyhow!(
+            "start with asking for a prompt and a resource the server does not have"
+        ));
+    }
+    for ex in &asked {
+        match rules::unknown_finding(ex) {
+            Err(expected) => return Err(w.fail_about(Some(ex), expected, ex.summary())),
+            Ok(Some(difference)) => w.ext_difference("unknown-name-codes", difference),
+            Ok(None) => {}
+        }
+    }
+    Ok(())
+}

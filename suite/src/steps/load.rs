@@ -224,6 +224,27 @@ struct Outcome {
     /// Where the first refusal and the first broken call are in the history.
     refusal_at: Option<usize>,
     other_at: Option<usize>,
+    /// What was surely left of the reference's window when the first refusal came back, when
+    /// the burst was exactly that window and the window opened with it ([`window_left_ms`]).
+    #[serde(default)]
+    window_left_ms: Option<f64>,
+}
+
+/// The clock drift between suite and server allowed for (NTP slews by at most 500 ppm).
+const DRIFT: f64 = 0.001;
+/// Milliseconds the server's and the suite's roundings may take off a measured time.
+const ROUNDING_MS: f64 = 10.0;
+
+/// What was surely left of the window the burst opened when its first refusal came back: the
+/// window opened when the server took one of the burst's calls, no earlier than the first was
+/// sent, and the refusal was decided before its answer came back; less the clocks' drift and
+/// roundings. Only meaningful when the burst was exactly the reference's window with no earlier
+/// call in it (the caller's check).
+fn window_left_ms(calls: &[Call]) -> Option<f64> {
+    let first_sent = calls.iter().map(|c| c.sent).fold(f64::INFINITY, f64::min);
+    let refused = calls.iter().find(|c| c.answer == Answer::Limited)?;
+    let elapsed_ms = (refused.answered - first_sent) * 1000.0;
+    Some(WINDOW_S * 1000.0 - elapsed_ms * (1.0 + DRIFT) - ROUNDING_MS)
 }
 
 const SAVED: &str = "burst";
@@ -256,6 +277,10 @@ async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<(
         wait_for_window(w, &why, wait_time()).await?;
         (run, verdict) = judged_burst(w, &plan, true).await?;
     }
+    let window_left_ms = match &verdict {
+        Verdict::Held { exact: Exactness::Exact, earlier: 0, .. } => window_left_ms(&run.calls),
+        _ => None,
+    };
     for ex in run.served {
         w.record(ex);
     }
@@ -267,8 +292,16 @@ async fn until_refused(w: &mut ConformanceWorld, plan: Plan) -> anyhow::Result<(
         w.record(ex);
         w.history.len() - 1
     });
-    let outcome =
-        Outcome { tool: plan.tool, limit: plan.limit, verdict, waited, again, refusal_at, other_at };
+    let outcome = Outcome {
+        tool: plan.tool,
+        limit: plan.limit,
+        verdict,
+        waited,
+        again,
+        refusal_at,
+        other_at,
+        window_left_ms,
+    };
     w.saved.insert(SAVED.to_owned(), serde_json::to_string(&outcome)?);
     Ok(())
 }
@@ -468,5 +501,43 @@ async fn refusal_is_rate_limit(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             format!("a rate-limit refusal with retry_after_ms {:?}", error.get("retry_after_ms")),
         );
     }
+    // A client that waits what it is told must not be refused again: no shorter than what is
+    // surely left of the window the burst opened (the reference's window, exactly seen).
+    let asked = error.get("retry_after_ms").and_then(Value::as_f64);
+    if let (Some(left), Some(asked)) = (o.window_left_ms, asked)
+        && retry_after
+        && asked < left
+    {
+        w.ext_difference(
+            "retry-after",
+            format!(
+                "retry_after_ms {asked} where at least {left:.0} ms were left of the window the burst's first call opened: a client that waits that long is refused again"
+            ),
+        );
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(index: usize, answer: Answer, sent: f64, answered: f64) -> Call {
+        Call { index, answer, sent, answered }
+    }
+
+    /// The window opened no earlier than the first call left; the refusal was decided before its
+    /// answer came back: what is left is measured from those two, less drift and roundings.
+    #[test]
+    fn what_is_left_of_the_window_is_measured_from_the_first_call_sent_to_the_refusal_answered() {
+        let calls = [
+            call(2, Answer::Served, 0.01, 0.02),
+            call(1, Answer::Served, 0.0, 0.03),
+            call(3, Answer::Limited, 1.5, 2.0),
+            call(4, Answer::Limited, 1.6, 2.5),
+        ];
+        let left = window_left_ms(&calls).unwrap();
+        assert!((left - (60_000.0 - 2_000.0 * 1.001 - ROUNDING_MS)).abs() < 1e-6, "{left}");
+        assert_eq!(window_left_ms(&calls[..2]), None, "no refusal");
+    }
 }

@@ -42,8 +42,8 @@ impl Limiter {
         }
     }
 
-    /// Whether the call is served.
-    fn hit(&mut self, token: &str, tool: &str) -> bool {
+    /// Whether the call is served; refused, how long is left of the window that refuses it.
+    fn hit(&mut self, token: &str, tool: &str) -> Result<(), Duration> {
         let now = Instant::now();
         if token == BURST_TOKEN
             && tool == "get_restaurant"
@@ -52,12 +52,12 @@ impl Limiter {
             if earlier.left > 0 {
                 earlier.left -= 1;
                 self.served += 1;
-                return true;
+                return Ok(());
             }
             let ends =
                 *earlier.ends.get_or_insert_with(|| now + earlier.ends_after.unwrap_or(Duration::MAX / 4));
             if now < ends {
-                return false;
+                return Err(ends - now);
             }
             self.earlier = None;
         }
@@ -66,19 +66,20 @@ impl Limiter {
             (*start, *count) = (now, 0);
         }
         if *count >= LIMIT {
-            return false;
+            return Err(Duration::from_secs(60) - now.duration_since(*start));
         }
         *count += 1;
         if tool == "get_restaurant" && token == BURST_TOKEN {
             self.served += 1;
         }
-        true
+        Ok(())
     }
 }
 
-fn rate_limited() -> Reply {
+/// A refusal asking to wait what is left of the window, in whole milliseconds rounded up.
+fn rate_limited(left: Duration) -> Reply {
     let mut body = ErrorBody::new(ErrorCode::RateLimited, request_id());
-    body.retry_after_ms = Some(1000);
+    body.retry_after_ms = Some(left.as_micros().div_ceil(1000) as u64);
     Reply::Result(json!({
         "content": [{ "type": "text", "text": "Too many calls: retry in a second." }],
         "structuredContent": envelope::error(&body),
@@ -88,8 +89,8 @@ fn rate_limited() -> Reply {
 
 fn serve(fake: &Fake, limiter: Arc<Mutex<Limiter>>) {
     fake.serve_tools_as(move |token, tool, args| {
-        if !limiter.lock().unwrap().hit(token.unwrap_or_default(), tool) {
-            return rate_limited();
+        if let Err(left) = limiter.lock().unwrap().hit(token.unwrap_or_default(), tool) {
+            return rate_limited(left);
         }
         conforming(tool, args)
     });

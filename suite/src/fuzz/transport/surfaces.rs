@@ -19,6 +19,7 @@ pub(super) const PING: &str = "ping";
 pub(super) const METADATA: &str = "metadata";
 pub(super) const SURFACES_AS: &str = "surfaces as ";
 pub(super) const FOREIGN_READ: &str = "foreign restaurant as a resource";
+pub(super) const UNKNOWN_NAMES: &str = "a prompt and a resource the server does not have";
 /// Listed resources and prompts read at most (as the scenario's step): past it, blocked.
 const MAX_ENTRIES: usize = 500;
 
@@ -38,6 +39,7 @@ pub(super) fn probes(engine: &Engine<'_>, http: bool) -> Vec<String> {
     }
     out.extend(personas.into_iter().map(|p| format!("{SURFACES_AS}{p}")));
     out.push(FOREIGN_READ.to_owned());
+    out.push(UNKNOWN_NAMES.to_owned());
     out
 }
 
@@ -54,7 +56,27 @@ pub(super) fn judge(engine: &Engine<'_>, name: &str) -> Option<Vec<Judged>> {
     if let Some(persona) = name.strip_prefix(SURFACES_AS) {
         return Some(surfaces(engine, name, persona));
     }
+    if name == UNKNOWN_NAMES {
+        return Some(unknown_names(engine, name));
+    }
     (name == FOREIGN_READ).then(|| foreign_read(engine, name))
+}
+
+/// PROTO-2: a prompt and a resource the server does not have, each refused with a JSON-RPC error
+/// (MCP's codes: the reference's choice `unknown-name-codes`).
+fn unknown_names(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
+    let Some(mut client) = session(engine, name) else { return Vec::new() };
+    let asks = [
+        ("prompts/get", json!({ "name": caps::UNKNOWN_PROMPT })),
+        ("resources/read", json!({ "uri": caps::UNKNOWN_URI })),
+    ];
+    let mut out = Vec::new();
+    for (method, params) in asks {
+        let Some(ex) = try_send(engine, client.request(method, params)) else { return out };
+        let rule = caps::unknown_finding(&ex).map_err(|expected| Miss { expected, got: ex.summary() });
+        out.extend(super::judged_choice("PROTO-2", "unknown-name-codes", method, ex, rule));
+    }
+    out
 }
 
 /// The steps of the scenario stating probe `name`'s rules, `None` when it is not this family's.
@@ -81,6 +103,12 @@ pub(super) fn scenario(name: &str) -> Option<Vec<String>> {
             s("When they start a session and ask for every list the protocol has and every entry listed"),
             s("Then each capability it advertises is served, and nothing it serves is unadvertised"),
             s("And no answer names a restaurant or organization outside their memberships"),
+        ]
+    } else if name == UNKNOWN_NAMES {
+        vec![
+            given(PERSONA),
+            s("When they start a session and ask for a prompt and a resource the server does not have"),
+            s("Then each is refused with a JSON-RPC error, the codes MCP names by the reference's choice"),
         ]
     } else if name == FOREIGN_READ {
         vec![
