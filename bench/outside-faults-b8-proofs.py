@@ -104,10 +104,12 @@ def _(p):
     p.control("POST", "/memberships/revoke", {"user_id": "usr_staff", "organization_id": "org_maison"})
     try:
         b = p.tool("staff", "list_orders", {"restaurant_id": "rst_central", "limit": 5, "cursor": meta(a)["next_cursor"]})
+        c = p.tool("staff", "list_orders", {"restaurant_id": "rst_central", "limit": 5})
     finally:
         p.control("POST", "/memberships/restore", {"user_id": "usr_staff", "organization_id": "org_maison"})
     return {"first page": len(ids(a, "orders")),
-            "next page after the revocation": summary(b) if err(b) else (len(ids(b, "orders")), bool(meta(b).get("next_cursor")))}
+            "next page after the revocation": summary(b) if err(b) else (len(ids(b, "orders")), bool(meta(b).get("next_cursor"))),
+            "a first page after the revocation": summary(c)}
 
 @scenario("b8-07-auth4")
 def _(p):
