@@ -266,6 +266,37 @@ faults! {
     B728Auth7 = "b7-28-auth7", "AUTH-7", Seed, "list_restaurants without organization_id reads memberships without their revocation: a revoked organization's restaurants are listed";
     B729Lim7 = "b7-29-lim7", "LIM-7", Full, "a body of exactly 1 MiB gets 413 (the limit checked with >=)";
     B730Idem4 = "b7-30-idem4", "IDEM-4", Seed, "MCP_OPERATION_IN_PROGRESS says retryable: false";
+    // Batch 8 (`batch8.rs`): opaque names (`b8-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B801Proto2 = "b8-01-proto2", "PROTO-2", Seed, "a JSON array body is taken for a batch: HTTP 200 with an array of answers, each member run, instead of a 4xx that runs nothing";
+    B802Proto5 = "b8-02-proto5", "PROTO-5", Seed, "the Origin check lives in the POST handler: GET and DELETE /mcp with a foreign Origin are answered as without one, not 403";
+    B803Auth1 = "b8-03-auth1", "AUTH-1", Seed, "GET and DELETE /mcp without a token get a bare 401, with no WWW-Authenticate challenge (POST still has it)";
+    B804Env4 = "b8-04-env4", "ENV-4", Seed, "a read past its deadline is answered by the framework's request timeout: a JSON-RPC error -32001, not a tool result with isError";
+    B805Env2 = "b8-05-env2", "ENV-2", Full, "tool errors carry no x-request-id header (the success path sets it)";
+    B806Pag7 = "b8-06-pag7", "PAG-7", Seed, "a page reached through a cursor after access ended is an empty success with no next_cursor, not MCP_RESOURCE_FORBIDDEN";
+    B807Auth4 = "b8-07-auth4", "AUTH-4", Seed, "resources/read of a restaurant the tool refuses (foreign, absent, any refusal) is a result with no contents, not a JSON-RPC error";
+    B808Proto1 = "b8-08-proto1", "PROTO-1", Seed, "on revision 2026-07-28, Mcp-Name is compared with the body on tools/call only: a prompts/get or resources/read whose Mcp-Name names something else is served, not 400";
+    B809Sec2 = "b8-09-sec2", "SEC-2", Seed, "an internal error is answered HTTP 500 with the framework's HTML debug page: panic message, database URL, source path and backtrace";
+    B810Auth1 = "b8-10-auth1", "AUTH-1", Seed, "the protected-resource metadata's scopes_supported lists the read scopes only (a list written before the write tools)";
+    B811Proto2 = "b8-11-proto2", "PROTO-2", Seed, "method names are lower-cased before routing: Tools/List or PING are served instead of -32601";
+    B812Proto3 = "b8-12-proto3", "PROTO-3", Seed, "arguments given null are dropped before validation (channel: null, limit: null… are served as absent) instead of refused";
+    B813Pag1 = "b8-13-pag1", "PAG-1", Seed, "lists without limit return 21 items (the look-ahead row of LIMIT 21 is returned with the page)";
+    B814Pag5 = "b8-14-pag5", "PAG-5", Seed, "cursors are trimmed like every string argument: a cursor with a blank or newline around it is served";
+    B815Pag8 = "b8-15-pag8", "PAG-8", Seed, "message_limit 0 is taken as absent (message_limit || 50): 50 messages instead of a refusal";
+    B816Lim1 = "b8-16-lim1", "LIM-1", Seed, "the range is checked as to - from >= 0 days: a to one day before from is served as an empty range";
+    B817Lim7 = "b8-17-lim7", "LIM-7", Full, "message and instruction texts are measured after CRLF is normalized to LF: over 2000 characters with CRLF line endings are accepted";
+    B818Idem1 = "b8-18-idem1", "IDEM-1", Seed, "idempotency keys over 255 characters are cut to 255 (a VARCHAR(255) column) and accepted";
+    B819Idem4 = "b8-19-idem4", "IDEM-4", Seed, "the in-progress marker is removed 5 s after the call answered: an identical retry in those 5 s gets MCP_OPERATION_IN_PROGRESS instead of the replay";
+    B820Pag3 = "b8-20-pag3", "PAG-3", Seed, "next_cursor is given only when a full page follows (has_more = next page's length >= page size): a shorter last page is never reached";
+    B821Env5 = "b8-21-env5", "ENV-5", Seed, "ORDER_STATUS_PRECONDITION_FAILED says retryable: true";
+    B822Pag4 = "b8-22-pag4", "PAG-4", Seed, "list_orders with two or more statuses sorts each page by status (in the filter's order), then newest first: the walk is not monotone in created_at";
+    B823Lim5 = "b8-23-lim5", "LIM-5", Seed, "every page that has a next_cursor says truncated: true, cut for size or not";
+    B824Pre2 = "b8-24-pre2", "PRE-2", Seed, "update_order_status reads the precondition from a replica 30 s behind: right after a move, the next move with the status reads show is MCP_EXPECTED_STATE_MISMATCH";
+    B825Pre4 = "b8-25-pre4", "PRE-4", Seed, "two moves of one order within 300 ms deadlock and both are refused ORDER_STATUS_PRECONDITION_FAILED: neither succeeds";
+    B826Idem2 = "b8-26-idem2", "IDEM-2", Seed, "a replay of create_organization inserts its creator's membership again: the organization is listed once more per replay";
+    B827Auth3 = "b8-27-auth3", "AUTH-3", Seed, "create_organization checks no scope (its role \"any\" read as no requirement): a token without organizations:write creates one";
+    B828Auth6 = "b8-28-auth6", "AUTH-6", Seed, "update_order_status asks for manager, not staff: staff are refused MCP_RESOURCE_FORBIDDEN";
+    B829Idem3 = "b8-29-idem3", "IDEM-3", Seed, "the arguments' fingerprint keeps a text's first 100 characters: the same key with a text differing after them replays the first result";
+    B830Auth7 = "b8-30-auth7", "AUTH-7", Seed, "access refusals are cached 60 s per token and restaurant: a membership restored meanwhile is still refused";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

@@ -17,8 +17,8 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list; `batch4` to `batch7` hold the fourth to seventh batches,
-//! `b4-` to `b7-` names, whatever their area). `faults` is the catalogue
+//! `catalogue` rewrites tools/list; `batch4` to `batch8` hold the fourth to eighth batches,
+//! `b4-` to `b8-` names, whatever their area). `faults` is the catalogue
 //! of faults, `dataset` what the proxy reads of the published dataset, `wire` requests and
 //! answers as the proxy sees them.
 
@@ -28,6 +28,7 @@ mod batch4;
 mod batch5;
 mod batch6;
 mod batch7;
+mod batch8;
 mod catalogue;
 mod dataset;
 mod envelope;
@@ -325,6 +326,9 @@ impl Proxy {
         if self.fault.in_batch7() {
             return self.before_batch7(call).await;
         }
+        if self.fault.in_batch8() {
+            return self.before_batch8(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -355,6 +359,9 @@ impl Proxy {
         }
         if self.fault.in_batch7() {
             return self.after_batch7(call, a).await;
+        }
+        if self.fault.in_batch8() {
+            return self.after_batch8(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
