@@ -32,6 +32,11 @@ pub struct McpClient {
     link: Link,
     /// The endpoint, or `stdio: <command>`.
     endpoint: String,
+    /// A deployment's URLs (the endpoint first), each request to the next in turn; empty: the
+    /// endpoint alone (`Profile::route`).
+    route: Arc<[String]>,
+    /// Requests sent over HTTP so far: which URL of `route` is next.
+    sent: usize,
     token: Option<String>,
     pub persona: Option<String>,
     pub session_id: Option<String>,
@@ -155,6 +160,8 @@ impl McpClient {
         McpClient {
             link: Link::Http(http),
             endpoint: endpoint.to_owned(),
+            route: Arc::from([]),
+            sent: 0,
             token,
             persona,
             session_id: None,
@@ -179,6 +186,8 @@ impl McpClient {
                 Err(e) => Link::Broken(e),
             },
             endpoint: label.to_owned(),
+            route: Arc::from([]),
+            sent: 0,
             token: None,
             persona,
             session_id: None,
@@ -187,6 +196,30 @@ impl McpClient {
             timeout,
             log: None,
         }
+    }
+
+    /// Send the requests to `route`'s URLs in turn (a deployment's endpoint and replicas).
+    pub fn with_route(mut self, route: Arc<[String]>) -> McpClient {
+        if route.len() > 1 {
+            self.route = route;
+        }
+        self
+    }
+
+    /// The route taken again from its start (the endpoint).
+    pub fn restart_route(mut self) -> McpClient {
+        self.sent = 0;
+        self
+    }
+
+    /// The URL of the next request: the endpoint, or the next of the route's in turn.
+    pub(crate) fn next_url(&mut self) -> String {
+        if self.route.is_empty() {
+            return self.endpoint.clone();
+        }
+        let url = self.route[self.sent % self.route.len()].clone();
+        self.sent += 1;
+        url
     }
 
     /// Log the client's `tools/call`s in `log`, each answer read by `classify`.
@@ -378,7 +411,8 @@ impl McpClient {
         let request_bytes = body.len();
         let request_body = cut(&String::from_utf8_lossy(&body), SHOWN_BYTES);
         let started = Instant::now();
-        let request = http.post(&self.endpoint).headers(headers);
+        let url = self.next_url();
+        let request = http.post(&url).headers(headers);
         let send = if chunked {
             // A stream of unknown length: reqwest sends it chunked, with no Content-Length.
             let pieces: Vec<Result<Vec<u8>, std::io::Error>> =
@@ -399,7 +433,7 @@ impl McpClient {
             persona: self.persona.clone(),
             method: method.to_owned(),
             tool: None,
-            url: self.endpoint.clone(),
+            url,
             request_headers: shown,
             request_body,
             request_bytes,
@@ -447,9 +481,11 @@ impl McpClient {
         let Link::Http(http) = &self.link else {
             return Exchange::without_answer(self, &label, "Streamable HTTP only");
         };
+        let http = http.clone();
         let (headers, shown) = self.headers("text/event-stream", &[]);
         let started = Instant::now();
-        let send = http.request(method, &self.endpoint).headers(headers).send();
+        let url = self.next_url();
+        let send = http.request(method, &url).headers(headers).send();
         let outcome = match tokio::time::timeout(self.timeout, async {
             let resp = send.await.map_err(|e| describe_reqwest(&e))?;
             let event_stream = resp
@@ -471,6 +507,7 @@ impl McpClient {
             Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
         };
         let mut ex = Exchange::without_answer(self, &label, "");
+        ex.url = url;
         ex.request_headers = shown;
         ex.outcome = outcome;
         ex.elapsed = started.elapsed();

@@ -181,6 +181,9 @@ pub struct RunContext {
     pub options: RunOptions,
     /// The endpoint, or `stdio: <command>`.
     pub endpoint: String,
+    /// A deployment's endpoint and replicas, each client's requests to the next in turn
+    /// (`Profile::route`); empty over stdio.
+    pub route: Arc<[String]>,
     /// Over stdio: the command and one server process per persona.
     pub stdio: Option<StdioPool>,
     pub dataset: Dataset,
@@ -235,7 +238,9 @@ const IDLE_SESSIONS: usize = 16;
 impl RunContext {
     /// An initialized session of `persona` a finished scenario gave back, if any.
     pub fn take_session(&self, persona: &str) -> Option<McpClient> {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get_mut(persona)?.pop()
+        let client = self.sessions.lock().unwrap_or_else(|e| e.into_inner()).get_mut(persona)?.pop()?;
+        // Each scenario's calls meet a deployment's replicas in the same order, whatever ran before.
+        Some(client.restart_route())
     }
 
     /// Keep `client` for the next scenario of `persona` (dropped beyond [`IDLE_SESSIONS`]).
@@ -263,7 +268,8 @@ impl RunContext {
     /// started with that token (or without the variable), killed when the client drops.
     pub fn anonymous_client(&self, token: Option<String>, persona: Option<String>) -> McpClient {
         let client = match &self.stdio {
-            None => McpClient::new(self.http.clone(), &self.endpoint, token, persona, self.timeout),
+            None => McpClient::new(self.http.clone(), &self.endpoint, token, persona, self.timeout)
+                .with_route(Arc::clone(&self.route)),
             Some(pool) => {
                 let conn = pool.command.spawn(token.as_deref());
                 McpClient::stdio(conn, &self.endpoint, persona, self.timeout)

@@ -54,6 +54,7 @@ pub fn start(
         .collect();
     let profile = Profile {
         endpoint: Some(format!("{base}/mcp")),
+        replicas: Vec::new(),
         stdio_command: None,
         stdio_token_env: None,
         stdio_stderr: None,

@@ -107,11 +107,16 @@ pub async fn prepare(mut profile: Profile) -> anyhow::Result<RunContext> {
 
     let id_map = profile.id_map();
     let tenancy = crate::rules::records::Tenancy::new(&dataset, |id| id_map.to_server(id));
+    let route: Arc<[String]> = if stdio.is_some() { Arc::from([]) } else { profile.route().into() };
+    if route.len() > 1 {
+        eprintln!("replicas: each client's requests go in turn to {}", route.join(", "));
+    }
     Ok(RunContext {
         options: RunOptions::default(),
         id_map,
         profile,
         endpoint,
+        route,
         stdio,
         dataset,
         http,

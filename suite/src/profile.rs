@@ -20,6 +20,13 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     pub endpoint: Option<String>,
+    /// The replicas of a deployment (their own MCP URLs), besides `endpoint` (which may be their
+    /// load balancer): each client of the run sends its requests in turn to the endpoint and to
+    /// every replica, so what one call leaves (a write, a key, a cursor, a version, a window, a
+    /// revocation) is met by the next through another replica, and every exchange names its
+    /// URL. Empty: one server.
+    #[serde(default)]
+    pub replicas: Vec<String>,
     pub stdio_command: Option<Vec<String>>,
     /// The environment variable through which a stdio server gets the persona's token.
     pub stdio_token_env: Option<String>,
@@ -126,6 +133,12 @@ impl Profile {
                 empty.join(", ")
             );
         }
+        if !self.replicas.is_empty() && self.stdio_command.is_some() {
+            bail!("`replicas` are Streamable HTTP endpoints: not with `stdio_command`");
+        }
+        for (i, replica) in self.replicas.iter().enumerate() {
+            check_url(replica).with_context(|| format!("replicas[{i}]"))?;
+        }
         if let Some(control) = &self.control {
             check_url(&control.url).context("control.url")?;
         }
@@ -151,6 +164,17 @@ impl Profile {
 
     pub fn endpoint(&self) -> &str {
         self.endpoint.as_deref().unwrap_or_default()
+    }
+
+    /// The URLs a client's requests go to in turn: the endpoint, then each replica it is not.
+    pub fn route(&self) -> Vec<String> {
+        let mut route = vec![self.endpoint().to_owned()];
+        for replica in &self.replicas {
+            if !route.contains(replica) {
+                route.push(replica.clone());
+            }
+        }
+        route
     }
 
     /// The stdio command, when the server is reached over stdio.
@@ -296,6 +320,14 @@ mod tests {
             let msg = format!("{err:#}");
             assert!(msg.contains(needle), "{msg}");
         };
+        check(
+            "endpoint = \"http://x/mcp\"\nreplicas = [\"ftp://y/mcp\"]\n[tokens]\nowner = \"t\"",
+            "replicas[0]",
+        );
+        check(
+            "stdio_command = [\"x\"]\nstdio_token_env = \"T\"\nreplicas = [\"http://y/mcp\"]\n[tokens]\nowner = \"t\"",
+            "not with `stdio_command`",
+        );
         check("endpoint = 3", "invalid type");
         check("endpont = \"http://x/mcp\"", "unknown field");
         check("[tokens]\nowner = \"t\"", "no endpoint");
@@ -359,5 +391,28 @@ mod tests {
         let sent = map.outbound(&serde_json::json!({"restaurant_id": "rst_a", "n": [1, "rst_a"]}));
         assert_eq!(sent, serde_json::json!({"restaurant_id": "R1", "n": [1, "R1"]}));
         assert_eq!(map.inbound(&sent)["restaurant_id"], "rst_a");
+    }
+
+    /// Each request goes to the next of the endpoint and the replicas it is not.
+    #[test]
+    fn the_route_is_the_endpoint_then_each_other_replica() {
+        let profile = Profile::parse(
+            "endpoint = \"http://lb/mcp\"\nreplicas = [\"http://a/mcp\", \"http://lb/mcp\", \"http://b/mcp\", \"http://a/mcp\"]\n[tokens]\nowner = \"t\"",
+        )
+        .unwrap();
+        profile.validate().unwrap();
+        assert_eq!(profile.route(), ["http://lb/mcp", "http://a/mcp", "http://b/mcp"]);
+        let mut client = crate::client::McpClient::new(
+            reqwest::Client::new(),
+            "http://lb/mcp",
+            None,
+            None,
+            std::time::Duration::from_secs(1),
+        )
+        .with_route(profile.route().into());
+        let urls: Vec<String> = (0..4).map(|_| client.next_url()).collect();
+        assert_eq!(urls, ["http://lb/mcp", "http://a/mcp", "http://b/mcp", "http://lb/mcp"]);
+        let mut again = client.restart_route();
+        assert_eq!(again.next_url(), "http://lb/mcp");
     }
 }

@@ -17,6 +17,7 @@ mod oracle;
 mod proxied;
 mod proxy;
 mod rate_limits;
+mod replicas;
 mod reruns;
 mod runner;
 mod schedule;
