@@ -19,6 +19,8 @@ Feature: Cursors
       | truncated by one character     |
       | with one letter's case changed |
       | with one character percent-encoded |
+      | with a blank on each side      |
+      | with a newline after it        |
       | re-encoded in base64           |
       | re-encoded in another base64 alphabet or padding |
       | as an empty string             |

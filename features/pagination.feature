@@ -123,6 +123,14 @@ Feature: Pagination
     When they walk all the orders of the busy restaurant with limit 9 and channel "phone"
     Then the walk yields every order of the busy restaurant with channel "phone" exactly once, in one order
 
+  # A filter of several statuses is one list: one order across its pages, not one per status. Both
+  # are final (no run moves an order out of them; orders a run completes come in their place), and
+  # their orders interleave in time on the first pages.
+  @PAG-4
+  Scenario: Walking with two statuses yields exactly the matching orders, in one order
+    When they walk all the orders of the busy restaurant with limit 9 and status ["completed", "rejected"]
+    Then the walk yields every order of the busy restaurant in status "completed" or "rejected" exactly once, in one order
+
   # Whatever the default, "100 messages maximum" holds without message_limit too (the seed level).
   @PAG-8
   Scenario: Conversation detail without message_limit returns at most 100 messages, the rest through the cursor

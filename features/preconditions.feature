@@ -20,12 +20,17 @@ Feature: Optimistic preconditions
     When they ask to set the busy restaurant to "paused" without saying what they saw
     Then the call fails with "MCP_INVALID_ARGUMENTS"
 
+  # Right after a move, the state its answer showed is current: the next move naming it succeeds
+  # (a precondition read from a lagging replica refuses it).
   @PRE-2
-  Scenario: A move from the state the caller saw succeeds
+  Scenario: A move from the state the caller saw succeeds, and so does the next one at once
     When they ask to move an order of the busy restaurant from "received" to "accepted"
     Then the call succeeds
     And the order is "accepted"
     And the order is listed as "accepted" among the restaurant's orders in that status
+    When they move the same order on from "accepted" to "preparing"
+    Then the call succeeds
+    And the order is "preparing"
 
   @PRE-2
   Scenario: A stale view is refused as a conflict and changes nothing

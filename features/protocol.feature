@@ -79,11 +79,18 @@ Feature: Transport and protocol
     When they start a session and ask for a prompt and a resource the server does not have
     Then each is refused with a JSON-RPC error, the codes MCP names by the reference's choice
 
+  # JSON-RPC method names are case-sensitive: a known method written in another case is unknown.
   @PROTO-2
-  Scenario: An unknown method is a JSON-RPC method-not-found error
+  Scenario Outline: An unknown method is a JSON-RPC method-not-found error (<method>)
     Given the persona "owner"
-    When they send the JSON-RPC request "orders/teleport"
+    When they send the JSON-RPC request "<method>"
     Then the answer is the JSON-RPC error -32601
+
+    Examples:
+      | method          |
+      | orders/teleport |
+      | Tools/List      |
+      | PING            |
 
   # Over Streamable HTTP, MCP requires an HTTP error status for input the server cannot accept,
   # the body "MAY comprise a JSON-RPC error response": the SDKs answer -32602 (Python), -32700

@@ -309,6 +309,14 @@ pub const RULES: &[Rule] = &[
         check: |s| records::page_order(s.ex),
     },
     Rule {
+        name: "page-cut-for-size-holds-fewer",
+        clause: "LIM-5",
+        level: Seed,
+        choice: None,
+        applies: |s| records::applies_truncated(s.ex),
+        check: |s| records::truncated_in_full(s.ex),
+    },
+    Rule {
         name: "analytics-totals-add-up",
         clause: "LIM-1",
         level: Seed,

@@ -406,6 +406,16 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                 }
                 Mutation::WrongType => {
                     push(target.describe(), Some(wrong_type(&prop)), Expect::Refused);
+                    // `null` for an optional member is no value of its type either: a server that
+                    // drops nulls before validating serves the call as if it were absent. (A
+                    // required one has its `null` row above.)
+                    let required = schema
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .is_some_and(|r| r.iter().any(|f| f == field));
+                    if !required && !allows_null(&prop) {
+                        push(format!("`{field}` as null"), Some(Value::Null), Expect::Refused);
+                    }
                     // An integer with a fractional part is a number, not an integer: a server
                     // that truncates it serves it.
                     if prop.get("type").and_then(Value::as_str) == Some("integer") {
@@ -517,9 +527,36 @@ pub fn key_reuse_rows(dataset: &Dataset) -> Vec<KeyReuseRow> {
             let mut changed = first.clone();
             changed[member.as_str()] = other;
             rows.push(KeyReuseRow { tool, member: member.clone(), first, changed });
+            if let Some((long, other)) = long_text_pair(member, value, &prop) {
+                let mut first = base.clone();
+                first["idempotency_key"] = json!(format!("idem3-{}-{member}-end-CANARY", tool.as_str()));
+                first[member.as_str()] = json!(long);
+                let mut changed = first.clone();
+                changed[member.as_str()] = json!(other);
+                rows.push(KeyReuseRow { tool, member: format!("{member} (at its end)"), first, changed });
+            }
         }
     }
     rows
+}
+
+/// Room a literal's `CANARY` takes once the scenario's canary replaces it (`cnry` + 16 digits).
+const CANARY_GROWTH: usize = 14;
+
+/// A free text member as long as its schema allows, and the same text with its last character
+/// changed: a server that compares a key's arguments by a prefix (a fingerprint of the first
+/// hundred characters) replays one for the other. `None` for IDs, patterns and unbounded members.
+fn long_text_pair(member: &str, value: &Value, prop: &Value) -> Option<(String, String)> {
+    let text = value.as_str()?;
+    if member.ends_with("_id") || prop.get("pattern").is_some() || prop.get("enum").is_some() {
+        return None;
+    }
+    let max = prop.get("maxLength")?.as_u64()? as usize;
+    let room = max.checked_sub(text.matches("CANARY").count() * CANARY_GROWTH)?;
+    let used = text.chars().count() + 1;
+    let long = format!("{text} {}", "a".repeat(room.checked_sub(used)?));
+    let other = format!("{}b", &long[..long.len() - 1]);
+    Some((long, other))
 }
 
 /// Another value of a keyed write's `member` (now `value`) the owner may send: the cursor rows'
@@ -1213,6 +1250,27 @@ mod tests {
         for row in &rows {
             assert_ne!(row.base, row.changed, "{}.{}", row.tool.as_str(), row.argument);
             assert!(row.tool.input_schema()["properties"]["cursor"].is_object());
+        }
+    }
+
+    /// Each free text of a keyed write is also reused at its longest, changed in its last
+    /// character only, within its bound once the canary replaces `CANARY`.
+    #[test]
+    fn each_keyed_text_is_reused_changed_at_its_end_too() {
+        let rows = key_reuse_rows(&chataigne_contract::dataset::generate());
+        let ends: Vec<&KeyReuseRow> = rows.iter().filter(|r| r.member.ends_with("(at its end)")).collect();
+        assert!(ends.iter().any(|r| r.tool == ToolName::SendMessage), "{:?}", rows.len());
+        for row in ends {
+            let member = row.member.trim_end_matches(" (at its end)");
+            let (a, b) = (row.first[member].as_str().unwrap(), row.changed[member].as_str().unwrap());
+            let max = row.tool.input_schema()["properties"][member]["maxLength"].as_u64().unwrap() as usize;
+            let grown = a.chars().count() + a.matches("CANARY").count() * CANARY_GROWTH;
+            assert!(grown <= max && a.chars().count() > 100, "{member}: {grown} of {max}");
+            assert_eq!(a.chars().count(), b.chars().count());
+            assert_eq!(
+                a.chars().rev().skip(1).collect::<String>(),
+                b.chars().rev().skip(1).collect::<String>()
+            );
         }
     }
 

@@ -30,6 +30,8 @@ enum Job {
     Clean,
     Variant(mock_server::Variant),
     Defect(mock_server::Defect),
+    /// Three reference servers that share nothing, named as one deployment's replicas.
+    ReplicasApart,
 }
 
 #[cfg(feature = "embedded")]
@@ -39,6 +41,7 @@ impl Job {
             Job::Clean => "clean server",
             Job::Variant(v) => v.name(),
             Job::Defect(d) => d.name(),
+            Job::ReplicasApart => "three replicas sharing nothing",
         }
     }
 }
@@ -126,9 +129,25 @@ pub fn run<Out: io::Write + 'static>(
         profile.level = crate::report::Level::Seed;
         run_profile(profile, RunOptions::default(), None)
     };
+    // A deployment of three references that share nothing: each client's calls go to them in
+    // turn, so what one call leaves the next cannot find. Held to the full level, as the reference.
+    let run_apart = || -> anyhow::Result<Report> {
+        let mut servers = Vec::new();
+        let mut endpoints = Vec::new();
+        for _ in 0..3 {
+            let (server, profile) = crate::embedded::start(&[], &[])?;
+            endpoints.push(profile.endpoint.clone().unwrap_or_default());
+            servers.push((server, profile));
+        }
+        let mut profile = servers[0].1.clone();
+        profile.replicas = endpoints;
+        profile.level = crate::report::Level::Full;
+        run_profile(profile, RunOptions::default(), None)
+    };
     let run_job = |job: Job| -> anyhow::Result<Report> {
         match job {
             Job::Clean => run_with(&[], None),
+            Job::ReplicasApart => run_apart(),
             Job::Variant(variant) => run_variant(variant),
             Job::Defect(defect) => {
                 // Without --full only the defect's own clause runs: quick, and enough to prove
@@ -142,6 +161,7 @@ pub fn run<Out: io::Write + 'static>(
     // The whole runs first (the clean server, each variant), the short defect runs after: the
     // last runs to end are then short ones, not a whole run going on alone.
     let jobs: Vec<Job> = std::iter::once(Job::Clean)
+        .chain(std::iter::once(Job::ReplicasApart))
         .chain(mock_server::Variant::ALL.iter().copied().map(Job::Variant))
         .chain(mock_server::Defect::ALL.iter().copied().map(Job::Defect))
         .collect();
@@ -153,6 +173,7 @@ pub fn run<Out: io::Write + 'static>(
     })
     .into_iter();
     let clean = results.next().expect("the clean run is the first job")?;
+    let apart = results.next().expect("the deployment run is the second job")?;
     let mut variant_reports = Vec::new();
     for _ in mock_server::Variant::ALL {
         variant_reports.push(results.next().expect("one result per variant")?);
@@ -263,10 +284,33 @@ pub fn run<Out: io::Write + 'static>(
             rejected.push(format!("{}: {why}", variant.name()));
         }
     }
+    // A deployment whose replicas share nothing must not be certified, and fail under a clause
+    // whose rule spans calls: the suite sees replicas disagree.
+    md.push_str("\n## Deployment rows: replicas named in the profile\n\n");
+    md.push_str(
+        "| deployment | expected | verdict | as expected | clauses failed |\n|---|---|---|---|---|\n",
+    );
+    let apart_failed: Vec<&str> =
+        apart.clauses.iter().filter(|c| c.full_status == Status::Failed).map(|c| c.id.as_str()).collect();
+    let apart_ok = apart.exit_code(true) == 1 && apart_failed.iter().any(|id| SPANNING.contains(id));
+    let _ = writeln!(
+        md,
+        "| three references sharing nothing | not certified, under a clause spanning calls | {} | {} | {} |",
+        if apart.summary.certified { "certified" } else { "not certified" },
+        if apart_ok { "✅" } else { "❌" },
+        apart_failed.join(", ")
+    );
+    let _ = writeln!(
+        console,
+        "three replicas sharing nothing: {} (failed: {})",
+        if apart_ok { "not certified, as expected" } else { "WRONG" },
+        apart_failed.join(" ")
+    );
+
     if let Some(path) = markdown {
         write_below_marker(path, &md)?;
     }
-    let code = if clean_ok && survivors.is_empty() && rejected.is_empty() { 0 } else { 1 };
+    let code = if clean_ok && apart_ok && survivors.is_empty() && rejected.is_empty() { 0 } else { 1 };
     crate::embedded::finish_log(code != 0);
     let mut problems = Vec::new();
     if !survivors.is_empty() {
@@ -275,9 +319,19 @@ pub fn run<Out: io::Write + 'static>(
     if !rejected.is_empty() {
         problems.push(format!("allowed variants judged wrongly: {}", rejected.join("; ")));
     }
+    if !apart_ok {
+        problems
+            .push("three replicas sharing nothing were not failed under a clause spanning calls".to_owned());
+    }
     let error = (!problems.is_empty()).then(|| problems.join("; "));
     Ok(Outcome { code, error, report: Some(clean) })
 }
+
+/// The clauses whose rules span calls (a key, a version, a cursor, a window, a revocation), which
+/// replicas that share nothing break (issue 41).
+#[cfg(feature = "embedded")]
+const SPANNING: [&str; 9] =
+    ["IDEM-3", "IDEM-4", "PRE-4", "PAG-4", "PAG-5", "PAG-6", "LIM-2", "AUTH-7", "IDEM-2"];
 
 /// Whether the run of a defect caught it: the defect's clause failed there and passed in the
 /// clean run of the same build, so the failure is one the defect caused (a clause failing on the

@@ -5,10 +5,12 @@ use base64::Engine as _;
 
 /// The changes of `features/cursors.feature`'s outline that the fuzzer sends after its walk (the
 /// flips are its own one-character change, drawn).
-pub const TAMPERINGS: [&str; 6] = [
+pub const TAMPERINGS: [&str; 8] = [
     "truncated by one character",
     "with one letter's case changed",
     "with one character percent-encoded",
+    "with a blank on each side",
+    "with a newline after it",
     "re-encoded in base64",
     "re-encoded in another base64 alphabet or padding",
     "as an empty string",
@@ -54,6 +56,9 @@ pub fn tamper(cursor: &str, how: &str) -> String {
                 chars[i].encode_utf8(&mut bytes).bytes().map(|b| format!("%{b:02X}")).collect();
             chars[..i].iter().collect::<String>() + &encoded + &chars[i + 1..].iter().collect::<String>()
         }
+        // A server that trims its string arguments serves these.
+        "with a blank on each side" => format!(" {cursor} "),
+        "with a newline after it" => format!("{cursor}\n"),
         "truncated by one character" => {
             chars.pop();
             chars.into_iter().collect()

@@ -461,6 +461,29 @@ pub fn page_size(ex: &Exchange) -> Option<String> {
     }
 }
 
+/// A page of a list that says it was cut for its size (`meta.truncated: true`).
+pub fn applies_truncated(ex: &Exchange) -> bool {
+    applies_page(ex)
+        && ex.tool.as_deref() != Some("get_conversation")
+        && ex
+            .structured()
+            .is_some_and(|s| s.pointer("/meta/truncated").and_then(Value::as_bool) == Some(true))
+}
+
+/// LIM-5 ("fewer items + `truncated: true`"): a page cut for its size holds fewer items than
+/// were asked for (`limit`, or the default of 20); a full page was not cut.
+pub fn truncated_in_full(ex: &Exchange) -> Option<String> {
+    let (tool, data, args) = success(ex)?;
+    let n = page_items(data)?.len() as u64;
+    let asked = args.get("limit").and_then(Value::as_u64).unwrap_or(DEFAULT_LIMIT as u64);
+    (n >= asked).then(|| {
+        format!(
+            "{tool}: a page of {n} items (all {asked} asked for) says truncated: true ({})",
+            ex.request_id().unwrap_or("no request_id")
+        )
+    })
+}
+
 /// A page that says more follows.
 pub fn applies_next_cursor(ex: &Exchange) -> bool {
     applies_page(ex)

@@ -193,7 +193,7 @@ async fn next_as(w: &mut ConformanceWorld, persona: String) -> anyhow::Result<()
 }
 
 #[when(
-    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|with one letter's case changed|with one character percent-encoded|re-encoded in base64|re-encoded in another base64 alphabet or padding|as an empty string)$"
+    regex = r"^they list the next page, passing the cursor (flipped in its middle|flipped at its first character|truncated by one character|with one letter's case changed|with one character percent-encoded|with a blank on each side|with a newline after it|re-encoded in base64|re-encoded in another base64 alphabet or padding|as an empty string)$"
 )]
 async fn next_tampered(w: &mut ConformanceWorld, how: String) -> anyhow::Result<()> {
     let list = list(w)?;
@@ -540,6 +540,29 @@ async fn walk_orders_channel(
     let restaurant = w.landmark(&target)?;
     let expected = orders_newest_first(w, &restaurant, Some(&channel));
     compare(w, &format!("{channel} orders of {restaurant}"), &expected, Others::Refused)
+}
+
+/// PAG-4 under a filter of two statuses (an array): the dataset's orders in either come once
+/// each, in one order across the pages. Final statuses: no run moves an order out of them; one
+/// a person, this run or an earlier one moved in is held to its place (`Others::Added`).
+#[then(
+    expr = "the walk yields every order of {target} in status {string} or {string} exactly once, in one order"
+)]
+async fn walk_orders_statuses(
+    w: &mut ConformanceWorld,
+    target: Target,
+    first: String,
+    second: String,
+) -> anyhow::Result<()> {
+    let restaurant = w.landmark(&target)?;
+    let orders = w.dataset().orders_of(&restaurant).filter(|o| o.status == first || o.status == second);
+    let expected = newest_first(orders.map(|o| (&o.id, &o.created_at)));
+    compare(
+        w,
+        &format!("{first} and {second} orders of {restaurant}"),
+        &expected,
+        Others::Added("created_at"),
+    )
 }
 
 #[then(expr = "the walk yields every message of {target} exactly once, in one order")]

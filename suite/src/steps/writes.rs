@@ -77,6 +77,14 @@ async fn move_order(w: &mut ConformanceWorld, target: Target, from: Snake, to: S
     update(w, &restaurant, &order, &to, Some(&from)).await
 }
 
+/// PRE-2 right after a move: the state the last answer showed is the one to name.
+#[when(expr = "they move the same order on from {snake} to {snake}")]
+async fn move_on(w: &mut ConformanceWorld, from: Snake, to: Snake) -> anyhow::Result<()> {
+    let saved = |key: &str| w.saved.get(key).cloned().ok_or_else(|| anyhow::anyhow!("no order moved yet"));
+    let (restaurant, order) = (saved("restaurant")?, saved("order")?);
+    update(w, &restaurant, &order, &to, Some(&from)).await
+}
+
 /// AUTH-5 on a write: an order of one restaurant moved through another.
 #[when(expr = "they ask {target} to move an order of {target} from {snake} to {snake}")]
 async fn move_through(

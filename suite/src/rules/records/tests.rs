@@ -422,3 +422,16 @@ fn a_restaurant_read_as_a_resource_needs_the_scope_of_get_restaurant() {
     ex.request_body = json!({ "params": { "uri": "chataigne://contract" } }).to_string();
     assert!(!applies_scope(&ex, &t), "a resource that names no restaurant");
 }
+
+#[test]
+fn a_page_cut_for_its_size_holds_fewer_items_than_asked() {
+    let rst = json!({ "restaurant_id": "rst_central" });
+    let cut = json!({ "next_cursor": "c", "truncated": true });
+    assert!(!applies_truncated(&page("list_orders", rst.clone(), 20, json!({ "next_cursor": "c" }))));
+    let full = page("list_orders", rst.clone(), 20, cut.clone());
+    assert!(applies_truncated(&full) && truncated_in_full(&full).is_some());
+    assert_eq!(truncated_in_full(&page("list_orders", rst.clone(), 7, cut.clone())), None);
+    let limit5 = json!({ "restaurant_id": "rst_central", "limit": 5 });
+    assert!(truncated_in_full(&page("list_orders", limit5.clone(), 5, cut.clone())).is_some());
+    assert_eq!(truncated_in_full(&page("list_orders", limit5, 4, cut)), None);
+}
