@@ -169,6 +169,19 @@ Feature: Transport and protocol
       | http://localhost.attacker.example  |
       | null                               |
 
+  # MCP validates the Origin of every incoming connection: the event stream's GET and a session's
+  # DELETE too, whatever either would answer without one.
+  @PROTO-5 @needs-http
+  Scenario Outline: A <verb> from a foreign web origin is refused
+    Given the persona "owner"
+    When they send <verb> to the endpoint in a session of their own with the header "Origin" set to "https://attacker.example"
+    Then the HTTP status is 403
+
+    Examples:
+      | verb   |
+      | GET    |
+      | DELETE |
+
   # A foreign Host: the MCP SDKs check it before the Origin and answer 403 or 421 (Misdirected
   # Request); any 4xx that runs nothing passes the seed level, 403 is the reference's choice.
   @PROTO-5 @needs-http

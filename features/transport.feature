@@ -98,3 +98,16 @@ Feature: The MCP transport and JSON-RPC, as any MCP server speaks them
       | an Mcp-Name header naming another tool                |
       | no Mcp-Name header                                    |
       | an MCP-Protocol-Version header naming another version |
+
+  # `Mcp-Name` mirrors every named target: a prompt's name and a resource's URI too.
+  @PROTO-1 @needs-http
+  Scenario Outline: A 2026-07-28 <method> whose Mcp-Name header names another is refused with 400
+    Given the persona "owner"
+    And the server serves protocol version 2026-07-28
+    When they send a 2026-07-28 <method> request for what the server lists, with an Mcp-Name header naming another
+    Then the request is refused with HTTP 400 and not served
+
+    Examples:
+      | method         |
+      | prompts/get    |
+      | resources/read |

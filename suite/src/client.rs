@@ -330,7 +330,9 @@ impl McpClient {
         });
         let mut headers =
             vec![("mcp-protocol-version", VERSION.to_owned()), ("mcp-method", method.to_owned())];
-        if let Some(name) = params.get("name").and_then(Value::as_str) {
+        // What `Mcp-Name` mirrors: a tool's or prompt's name, a resource's URI.
+        let named = if method.starts_with("resources/") { "uri" } else { "name" };
+        if let Some(name) = params.get(named).and_then(Value::as_str) {
             headers.push(("mcp-name", name.to_owned()));
         }
         for (name, value) in overrides {
@@ -477,12 +479,17 @@ impl McpClient {
     /// with the session's headers. Status and headers are kept; an event stream that opens is
     /// dropped at once (it may stay open for as long as the session lives), any other body read.
     pub async fn send_http(&mut self, method: reqwest::Method) -> Exchange {
+        self.send_http_with(method, &[]).await
+    }
+
+    /// [`Self::send_http`] with `extra` headers (an `Origin`, say).
+    pub async fn send_http_with(&mut self, method: reqwest::Method, extra: &[(String, String)]) -> Exchange {
         let label = method.as_str().to_owned();
         let Link::Http(http) = &self.link else {
             return Exchange::without_answer(self, &label, "Streamable HTTP only");
         };
         let http = http.clone();
-        let (headers, shown) = self.headers("text/event-stream", &[]);
+        let (headers, shown) = self.headers("text/event-stream", extra);
         let started = Instant::now();
         let url = self.next_url();
         let send = http.request(method, &url).headers(headers).send();

@@ -91,6 +91,9 @@ pub enum Unit {
     /// "é" written decomposed ("e" and U+0301): two characters (3 UTF-8 bytes, 2 UTF-16 units)
     /// that Unicode normalization (NFC) makes one.
     Decomposed,
+    /// Lines ended by CRLF ("ab" then CR LF): each ending two characters, that a server which
+    /// normalizes line endings to LF before measuring counts once.
+    CrLf,
 }
 
 impl Unit {
@@ -114,6 +117,7 @@ impl Unit {
                 }
                 s
             }
+            Unit::CrLf => "ab\r\n".chars().cycle().take(n).collect(),
         }
     }
 
@@ -123,6 +127,7 @@ impl Unit {
             Unit::Astral => "astral characters (😀, two UTF-16 units)",
             Unit::Flag => "characters in flags (🇫🇷, two to a flag, one grapheme)",
             Unit::Decomposed => "characters of a decomposed é (e and U+0301, one once normalized)",
+            Unit::CrLf => "characters in lines ended by CRLF (two characters, one once normalized to LF)",
         }
     }
 }
@@ -180,6 +185,9 @@ pub fn length_edges(min: usize, max: usize) -> Vec<LengthEdge> {
             out.push(LengthEdge { chars: min, unit, within: true, choice: None });
         }
     }
+    // Past the maximum only: a text with line breaks within a bound is not every member's to
+    // serve (a key, a query), and normalizing CRLF only ever shortens what is measured.
+    out.push(LengthEdge { chars: max + 1, unit: Unit::CrLf, within: false, choice: None });
     out
 }
 

@@ -166,6 +166,22 @@ async fn open_stream(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// PROTO-5 on the other verbs of the endpoint: MCP's Origin check is for every incoming
+/// connection, a GET (the event stream) and a DELETE (the end of a session) too.
+#[when(regex = r#"^they send (GET|DELETE) to the endpoint in a session of their own with the header "Origin" set to "([^"]+)"$"#)]
+async fn verb_with_origin(w: &mut ConformanceWorld, verb: String, origin: String) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let init = client.initialize().await;
+    if !client.is_initialized() {
+        w.record(init);
+        return Err(w.fail("an initialized session", "initialize failed"));
+    }
+    let method = if verb == "GET" { reqwest::Method::GET } else { reqwest::Method::DELETE };
+    let ex = client.send_http_with(method, &[("Origin".to_owned(), origin)]).await;
+    w.record(ex);
+    Ok(())
+}
+
 #[then("the server opens an event stream or answers 405 Method Not Allowed")]
 async fn stream_or_405(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let ex = w.last()?;
@@ -284,6 +300,42 @@ async fn serves_2026(w: &mut ConformanceWorld) -> anyhow::Result<()> {
             Err(w.fail("a 2026-07-28 tools/call whose headers mirror its body, served", w.last()?.summary()))
         }
     }
+}
+
+/// `Mcp-Name` on every named target, not tools alone: a prompt (its name) and a resource (its
+/// URI) the server lists in 2026-07-28, asked for with an `Mcp-Name` naming another. A server
+/// that lists none has nothing to name: not applicable, shown by the list's answer.
+#[when(
+    regex = r"^they send a 2026-07-28 (prompts/get|resources/read) request for what the server lists, with an Mcp-Name header naming another$"
+)]
+async fn send_2026_named(w: &mut ConformanceWorld, method: String) -> anyhow::Result<()> {
+    let (list, items, key) = match method.as_str() {
+        "prompts/get" => ("prompts/list", "prompts", "name"),
+        _ => ("resources/list", "resources", "uri"),
+    };
+    let client = w.own_session.as_mut().ok_or_else(|| anyhow!("no 2026-07-28 client yet"))?;
+    let listed = client.request_2026(list, json!({}), &[]).await;
+    let first = listed
+        .result()
+        .and_then(|r| r.get(items))
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|e| e.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let summary = listed.summary();
+    w.record(listed);
+    let Some(name) = first else {
+        return Err(w.not_applicable(format!(
+            "the server lists no {items} in 2026-07-28 ({})",
+            crate::client::cut(&summary, 120)
+        )));
+    };
+    let other = if key == "uri" { format!("{name}-other") } else { format!("{name}_other") };
+    let client = w.own_session.as_mut().ok_or_else(|| anyhow!("no 2026-07-28 client yet"))?;
+    let ex = client.request_2026(&method, json!({ key: name }), &[("mcp-name", other.as_str())]).await;
+    w.record(ex);
+    Ok(())
 }
 
 /// Streamable HTTP (2026-07-28), "Standard Headers": `Mcp-Method` on every request, `Mcp-Name`
