@@ -122,6 +122,16 @@ Feature: Idempotency
     Given the server no longer injects faults
     Then the busy restaurant has exactly 1 instruction "Slow CANARY"
 
+  # "In progress" is while the first call runs: once it has answered, the same call is a replay
+  # (a marker left behind after the answer tells the retry to wait for nothing).
+  @IDEM-4
+  Scenario: The same key right after the first call answered is replayed, not told to retry later
+    When they create the instruction "Done CANARY" in the busy restaurant with the key "idem4d-CANARY"
+    Then the call succeeds
+    When they create the instruction "Done CANARY" in the busy restaurant with the key "idem4d-CANARY"
+    Then the call succeeds
+    And the answer is a replay
+
   @IDEM-4
   Scenario: Identical calls at the same time act once
     When 5 identical calls create the instruction "Burst CANARY" in the busy restaurant with the key "idem4b-CANARY" at once

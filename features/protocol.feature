@@ -92,6 +92,18 @@ Feature: Transport and protocol
       | Tools/List      |
       | PING            |
 
+  # Batching left MCP with revision 2025-06-18: a JSON array is no message of the revisions served.
+  # The TypeScript SDK still runs a batch, so the seed level accepts one answered; refusing it with
+  # a 4xx that runs nothing is the reference's choice `no-batches`.
+  @PROTO-2 @needs-http
+  Scenario: A JSON array of requests is not run as a batch
+    Given the persona "owner"
+    When they post the raw body:
+      """
+      [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+      """
+    Then the batch is answered below HTTP 500, refused with a 4xx by the reference's choice
+
   # Over Streamable HTTP, MCP requires an HTTP error status for input the server cannot accept,
   # the body "MAY comprise a JSON-RPC error response": the SDKs answer -32602 (Python), -32700
   # (TypeScript) or HTTP 415 (rmcp) where JSON-RPC names -32600 or -32700. Any 4xx that runs

@@ -136,6 +136,10 @@ pub const CHOICES: &[(&str, &str)] = &[
         "a message_limit over 100 is refused with MCP_INVALID_ARGUMENTS (the seed's \"100 messages maximum\" also reads as a clamp)",
     ),
     (
+        "no-batches",
+        "a JSON array body (a JSON-RPC batch, gone from MCP since 2025-06-18) is refused with a 4xx that runs nothing (the TypeScript SDK still runs batches: the seed level accepts one served)",
+    ),
+    (
         "unknown-name-codes",
         "prompts/get of a prompt the server does not have is -32602, resources/read of a resource it does not have -32002 (-32602 from revision 2026-07-28), as MCP says a server SHOULD (the seed level accepts any JSON-RPC error)",
     ),

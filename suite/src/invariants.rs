@@ -183,6 +183,30 @@ pub fn applies_error(ex: &Exchange) -> bool {
     ex.tool.is_some() && error_of(ex).is_some()
 }
 
+/// A `tools/call` of a tool of the contract, its arguments an object, answered (HTTP 200, or over
+/// stdio) with a JSON-RPC error rather than a result.
+pub fn applies_rpc_error_for_tool(ex: &Exchange) -> bool {
+    let known = ex.tool.as_deref().and_then(chataigne_contract::ToolName::parse).is_some();
+    let object_args = serde_json::from_str::<Value>(&ex.request_body)
+        .ok()
+        .is_some_and(|b| b.pointer("/params/arguments").is_none_or(Value::is_object));
+    known && object_args && ex.status().is_none_or(|s| s == 200) && ex.rpc_error().is_some()
+}
+
+/// ENV-4 ("Errors: `isError: true`, `structuredContent = {data: {error …}}`"): a tool's failure
+/// (a deadline, a refusal, a fault inside) is a tool result with the error envelope, never a
+/// JSON-RPC error, but -32602: what MCP SDKs answer for arguments they refuse before the tool runs.
+pub fn rpc_error_for_tool(ex: &Exchange) -> Option<String> {
+    let code = ex.rpc_error()?.get("code").and_then(Value::as_i64);
+    (code != Some(-32602)).then(|| {
+        format!(
+            "{}: answered with the JSON-RPC error {}, not a tool result with isError and data.error",
+            label(ex),
+            code.map_or_else(|| "without a code".to_owned(), |c| c.to_string())
+        )
+    })
+}
+
 /// A tool error whose `data.error` names a request_id.
 pub fn applies_error_id(ex: &Exchange) -> bool {
     error_of(ex).and_then(|e| e.get("request_id")).and_then(Value::as_str).is_some() && ex.tool.is_some()

@@ -141,6 +141,14 @@ pub const RULES: &[Rule] = &[
         check: |s| inv::error_ids_match(s.ex),
     },
     Rule {
+        name: "tool-failure-is-a-tool-result",
+        clause: "ENV-4",
+        level: Seed,
+        choice: None,
+        applies: |s| inv::applies_rpc_error_for_tool(s.ex),
+        check: |s| inv::rpc_error_for_tool(s.ex),
+    },
+    Rule {
         name: "error-members",
         clause: "ENV-4",
         level: Seed,

@@ -258,6 +258,17 @@ pub fn refused_4xx_host(ex: &Exchange) -> Rule<Option<String>> {
     }
 }
 
+/// PROTO-2 for a JSON array body, a JSON-RPC batch: MCP dropped batching in 2025-06-18, so the
+/// revisions served have no such message. Never a 5xx or no answer; refused with a 4xx is the
+/// reference's choice `no-batches` (the TypeScript SDK runs a batch: a difference, not a miss).
+pub fn batch_refused(ex: &Exchange) -> Rule<Option<String>> {
+    match ex.status() {
+        Some(400..=499) if ex.result().is_none() => Ok(None),
+        Some(status @ 100..=499) => Ok(Some(format!("a batch answered with HTTP {status}, not refused"))),
+        _ => Err(Miss::of(ex, "an answer below HTTP 500 (a 4xx refusal the reference's)")),
+    }
+}
+
 /// PROTO-2 over Streamable HTTP for a body the server cannot accept: an HTTP 4xx and no result;
 /// JSON-RPC's own `code` is the reference's choice `jsonrpc-error-codes` (a difference otherwise).
 pub fn refused_with_rpc_code(ex: &Exchange, code: i64) -> Rule<Option<String>> {

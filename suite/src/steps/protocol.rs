@@ -285,6 +285,19 @@ async fn rpc_error(w: &mut ConformanceWorld, code: i64) -> anyhow::Result<()> {
     rules::rpc_error(w.last()?, code).map_err(|m| failed(w, m))
 }
 
+#[then("the batch is answered below HTTP 500, refused with a 4xx by the reference's choice")]
+async fn batch_refused(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    match rules::batch_refused(w.last()?) {
+        Ok(difference) => {
+            if let Some(d) = difference {
+                w.ext_difference("no-batches", d);
+            }
+            Ok(())
+        }
+        Err(m) => Err(failed(w, m)),
+    }
+}
+
 #[then("the answer is an empty result")]
 async fn empty_result(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     rules::empty_result(w.last()?).map_err(|m| failed(w, m))
