@@ -33,6 +33,14 @@ Feature: Limits
     When they ask the analytics of the busy restaurant for the metrics "orders_count,orders_count" from "2026-11-01" to "2026-11-30"
     Then the call fails with "MCP_INVALID_ARGUMENTS"
 
+  # `truncated` says a page was cut for its size, not that more follow (that is `next_cursor`).
+  @LIM-5
+  Scenario: A page that holds all it was asked for is not marked truncated, though more follow
+    When they list the orders of the busy restaurant with limit 5
+    Then the call succeeds
+    And the page has a next cursor
+    And the page is not marked truncated
+
   @LIM-5 @ENV-3
   Scenario: A page of orders too big for 128 KiB is truncated, and the cursor loses nothing
     When they list the orders of the large orders restaurant with limit 50

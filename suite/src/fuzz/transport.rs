@@ -41,7 +41,14 @@ const HOST_CALL: &str = "host on tools/call ";
 /// The tool and arguments those probes call (`protocol.feature`'s).
 const CALLED: &str = "list_organizations";
 /// `protocol.feature`'s method no server has (`the answer is the JSON-RPC error -32601`).
-const UNKNOWN_METHOD: &str = "orders/teleport";
+/// `protocol.feature`'s unknown methods: one of no kind, and known ones in another case (JSON-RPC
+/// method names are case-sensitive).
+const UNKNOWN_METHODS: [&str; 3] = ["orders/teleport", "Tools/List", "PING"];
+/// A foreign origin on the endpoint's other verbs (PROTO-5: every incoming connection).
+const VERB_ORIGIN: &str = "https://attacker.example";
+/// A JSON-RPC batch: no message of the revisions served (the choice `no-batches`).
+const BATCH: &str =
+    r#"[{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]"#;
 /// The probe of the server's own event stream (PROTO-1): a GET in a session.
 const GET_STREAM: &str = "GET stream";
 /// `protocol.feature`'s body that is not JSON: a request cut before its closing brace.
@@ -114,11 +121,13 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(PROTOCOL_VERSIONS.iter().filter(|v| **v != "2026-07-28").map(|v| format!("version {v}")));
     out.push("catalogue".to_owned());
     out.extend(CATALOGUE_RULES.iter().map(|r| format!("catalogue {}", r.name)));
-    out.push(format!("method {UNKNOWN_METHOD}"));
+    out.extend(UNKNOWN_METHODS.iter().map(|m| format!("method {m}")));
     if !http {
         return out;
     }
     out.push(GET_STREAM.to_owned());
+    out.extend(["GET", "DELETE"].map(|verb| format!("{verb} origin {VERB_ORIGIN}")));
+    out.push("batch".to_owned());
     out.push(format!("version header {UNSUPPORTED}"));
     out.push("discover".to_owned());
     out.push("mirror served".to_owned());
@@ -362,6 +371,18 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         let ex = send(engine, client.send_http(reqwest::Method::GET));
         return judged("PROTO-1", "GET /mcp", ex.clone(), rules::stream_or_405(&ex));
     }
+    if let Some((verb, origin)) = verb_origin(name) {
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
+        let method = if verb == "GET" { reqwest::Method::GET } else { reqwest::Method::DELETE };
+        let ex = send(engine, client.send_http_with(method, &[("Origin".to_owned(), origin.to_owned())]));
+        return judged("PROTO-5", &format!("{verb} /mcp"), ex.clone(), rules::status_is(&ex, 403));
+    }
+    if name == "batch" {
+        let Some(mut client) = session(engine, name) else { return Vec::new() };
+        let ex = send(engine, client.post_raw(BATCH.as_bytes().to_vec(), None, &[]));
+        let rule = rules::batch_refused(&ex);
+        return judged_choice("PROTO-2", "no-batches", "(a batch)", ex, rule);
+    }
     if let Some(method) = name.strip_prefix("method ") {
         let Some(mut client) = session(engine, name) else { return Vec::new() };
         let ex = send(engine, client.request(method, json!({})));
@@ -572,6 +593,25 @@ pub fn scenario(name: &str) -> Vec<String> {
             s("Then the server opens an event stream or answers 405 Method Not Allowed"),
         ];
     }
+    if let Some((verb, origin)) = verb_origin(name) {
+        return vec![
+            owner,
+            s(&format!(
+                "When they send {verb} to the endpoint in a session of their own with the header \"Origin\" set to \"{origin}\""
+            )),
+            s("Then the HTTP status is 403"),
+        ];
+    }
+    if name == "batch" {
+        return vec![
+            owner,
+            s("When they post the raw body:"),
+            s("  \"\"\""),
+            s(&format!("  {BATCH}")),
+            s("  \"\"\""),
+            s("Then the batch is answered below HTTP 500, refused with a 4xx by the reference's choice"),
+        ];
+    }
     if let Some(method) = name.strip_prefix("method ") {
         return vec![
             owner,
@@ -697,4 +737,10 @@ pub fn scenario(name: &str) -> Vec<String> {
         return out;
     }
     vec![owner, s("# An unknown probe: replay the transcript.")]
+}
+
+/// The verb and origin of a probe `GET origin …` or `DELETE origin …`.
+fn verb_origin(name: &str) -> Option<(&str, &str)> {
+    let (verb, origin) = name.split_once(" origin ")?;
+    matches!(verb, "GET" | "DELETE").then_some((verb, origin))
 }

@@ -146,6 +146,13 @@ async fn truncated(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     if w.success()?.meta.truncated { Ok(()) } else { Err(w.fail("meta.truncated: true", "false")) }
 }
 
+/// LIM-5: `truncated` says a page was cut for its size; a page that holds what it was asked for
+/// was not (the judge holds every page to it: `rules::records::truncated_in_full`).
+#[then("the page is not marked truncated")]
+async fn not_truncated(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    if w.success()?.meta.truncated { Err(w.fail("no meta.truncated: true", "true")) } else { Ok(()) }
+}
+
 fn list(w: &ConformanceWorld) -> anyhow::Result<ListCall> {
     w.list.clone().ok_or_else(|| anyhow!("no list call yet to continue"))
 }

@@ -168,7 +168,9 @@ async fn open_stream(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 
 /// PROTO-5 on the other verbs of the endpoint: MCP's Origin check is for every incoming
 /// connection, a GET (the event stream) and a DELETE (the end of a session) too.
-#[when(regex = r#"^they send (GET|DELETE) to the endpoint in a session of their own with the header "Origin" set to "([^"]+)"$"#)]
+#[when(
+    regex = r#"^they send (GET|DELETE) to the endpoint in a session of their own with the header "Origin" set to "([^"]+)"$"#
+)]
 async fn verb_with_origin(w: &mut ConformanceWorld, verb: String, origin: String) -> anyhow::Result<()> {
     let mut client = w.fresh_client()?;
     let init = client.initialize().await;
