@@ -41,12 +41,14 @@ named_modes! {
         OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
         OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
         HostUnchecked = "host-unchecked", "PROTO-5", "any Host is served when no Origin is sent (Origin still checked)";
+        OriginPostOnly = "origin-post-only", "PROTO-5", "the Origin check runs for POST only: a GET or DELETE of /mcp from a foreign Origin is answered as without one";
         NoTextSummary = "no-text-summary", "ENV-1", "successes carry no text content block";
         NoRequestIdHeader = "no-request-id-header", "ENV-2", "no x-request-id header";
         ReplayFixedRequestId = "replay-fixed-request-id", "ENV-2", "every replay answers with one fixed request_id";
         LongSummary = "long-summary", "ENV-3", "the text summary exceeds 4 KiB";
         SummaryCutInChars = "summary-cut-in-chars", "ENV-3", "a write's summary quotes its text, cut at 4,096 characters rather than bytes";
         ErrorWithoutRequestId = "error-without-request-id", "ENV-4", "errors carry a different request_id in data.error";
+        FailureAsRpcError = "failure-as-rpc-error", "ENV-4", "a tool's failure other than a refusal of its arguments (not found, forbidden, a deadline…) is thrown to the framework: the JSON-RPC error -32603, not a tool result with isError";
         WrongCategory = "wrong-category", "ENV-5", "MCP_CURSOR_INVALID reported with category conflict";
         ConflictAsValidation = "conflict-as-validation", "ENV-5", "conflict codes reported with category validation";
         ErrorEchoesArguments = "error-echoes-arguments", "ENV-6", "validation errors echo the arguments";
@@ -73,6 +75,7 @@ named_modes! {
         SearchDeadlineEmpty = "search-deadline-empty", "LIM-4", "search_transcripts past its deadline answers an empty success (no hits) instead of MCP_TOOL_TIMEOUT";
         AnalyticsReadDeadline = "analytics-read-deadline", "LIM-4", "get_analytics is held to the read deadline (15 s), not its own (30 s)";
         NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
+        TruncatedWhenMore = "truncated-when-more", "LIM-5", "every page with a next_cursor says truncated: true, cut for its size or not";
         FilteredPageUncut = "filtered-page-uncut", "LIM-5", "a page filtered by status is not shortened to fit 128 KiB, so it is refused as too large (the filtered query path skips the cut)";
         HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
         BodyUnbounded = "body-unbounded", "LIM-7", "request bodies over 1 MiB are accepted";
@@ -695,6 +698,21 @@ impl Defects {
     /// PROTO-2: an unknown tool answered as an unknown method.
     pub fn unknown_tool_as_method(&self) -> bool {
         self.has(Defect::UnknownToolAsMethod)
+    }
+
+    /// PROTO-5: the Origin check for POST only.
+    pub fn origin_checked_for(&self, method: &axum::http::Method) -> bool {
+        !self.has(Defect::OriginPostOnly) || method == axum::http::Method::POST
+    }
+
+    /// ENV-4: a tool's failure answered as a JSON-RPC error rather than a tool result.
+    pub fn failure_as_rpc_error(&self, code: ErrorCode) -> bool {
+        self.has(Defect::FailureAsRpcError) && code != ErrorCode::InvalidArguments
+    }
+
+    /// LIM-5: `truncated` as a page's, or (`truncated-when-more`) whenever more follow.
+    pub fn truncated(&self, cut: bool, more: bool) -> bool {
+        cut || (more && self.has(Defect::TruncatedWhenMore))
     }
 
     /// PROTO-5: rmcp's Host check switched off.

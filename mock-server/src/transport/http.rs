@@ -79,6 +79,7 @@ async fn gate(State(app): State<Arc<App>>, request: Request, next: Next) -> Resp
 async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &str) -> Response {
     // DNS-rebinding protection comes before anything else (PROTO-5).
     if let Some(origin) = request.headers().get(header::ORIGIN)
+        && app.defects.origin_checked_for(request.method())
         && !origin_allowed(app, origin)
     {
         return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();

@@ -140,6 +140,9 @@ impl ServerHandler for Handler {
         let (outcome, args) =
             self.run(principal.as_ref(), &request_id, &request.name, request.arguments).await;
         match outcome {
+            Ok(Err(e)) if self.app.defects.failure_as_rpc_error(e.code) => {
+                Err(ErrorData::internal_error(e.code.as_str(), None))
+            }
             Ok(outcome) => Ok(to_result(&self.app, &request_id, outcome, &args).into()),
             Err(UnknownTool) if self.app.defects.unknown_tool_as_method() => {
                 Err(ErrorData::new(RpcCode::METHOD_NOT_FOUND, "unknown tool", None))
@@ -311,8 +314,8 @@ pub fn to_result(app: &App, request_id: &str, outcome: Outcome, args: &Value) ->
     let (mut structured, summary, is_error) = match outcome {
         Ok(out) => {
             let meta = Meta {
+                truncated: app.defects.truncated(out.truncated, out.next_cursor.is_some()),
                 next_cursor: out.next_cursor,
-                truncated: out.truncated,
                 replayed: out.replayed,
                 ..Meta::new(request_id)
             };
