@@ -139,6 +139,8 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     out.extend(ORIGINS.iter().map(|o| format!("{ORIGIN_CALL}{o}")));
     out.push(format!("{HOST_CALL}{FOREIGN_HOST}"));
     out.push("no token".to_owned());
+    // AUTH-1 on the endpoint's other verbs: the token is checked on every HTTP request.
+    out.extend(["GET", "DELETE"].map(|verb| format!("{verb} no token")));
     out.push(MADE_UP.to_owned());
     if engine.caller.can_call_as("other_audience") {
         out.push("other audience".to_owned());
@@ -455,6 +457,13 @@ fn judge(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
         let rule = rules::refused_4xx_host(&ex);
         return judged_choice("PROTO-5", "host-validation", "initialize", ex, rule);
     }
+    if let Some(verb) = name.strip_suffix(" no token").filter(|v| matches!(*v, "GET" | "DELETE")) {
+        let mut client = ctx.anonymous_client(None, None);
+        let method = if verb == "GET" { reqwest::Method::GET } else { reqwest::Method::DELETE };
+        let ex = send(engine, client.send_http(method));
+        let rule = rules::challenge_on_origin(&ex, &ctx.endpoint).map(drop);
+        return judged("AUTH-1", &format!("{verb} /mcp"), ex.clone(), rule);
+    }
     if name == "no token" {
         let mut client = ctx.anonymous_client(None, None);
         let ex = send(engine, client.initialize());
@@ -675,6 +684,13 @@ pub fn scenario(name: &str) -> Vec<String> {
             owner,
             s(&format!("When they initialize with the header \"Host\" set to \"{host}\"")),
             s("Then the request is refused with a 4xx status, 403 by the reference's choice"),
+        ];
+    }
+    if name.strip_suffix(" no token").is_some_and(|v| matches!(v, "GET" | "DELETE")) {
+        return vec![
+            owner,
+            s("When they start a session and send each of its requests again without a token"),
+            s("Then each of them is HTTP 401 with a bearer challenge naming the resource metadata"),
         ];
     }
     if name == "no token" {
