@@ -20,6 +20,16 @@ pub fn start(
     defects: &[mock_server::Defect],
     variants: &[mock_server::Variant],
 ) -> anyhow::Result<(EmbeddedServer, Profile)> {
+    start_with(defects, variants, None)
+}
+
+/// [`start`], its state kept in the Redis at `redis_url` when given (a replica of a deployment
+/// whose replicas share that Redis; they share its secret too).
+pub fn start_with(
+    defects: &[mock_server::Defect],
+    variants: &[mock_server::Variant],
+    redis_url: Option<&str>,
+) -> anyhow::Result<(EmbeddedServer, Profile)> {
     // Random: the control API resets and reconfigures the server; a local process should not
     // be able to guess its secret from the pid.
     let secret = mock_server::dev::control::random_secret();
@@ -36,6 +46,7 @@ pub fn start(
     config.defects = defects.to_vec();
     config.variants = variants.to_vec();
     config.sentry_dsn = Some(capture.dsn());
+    config.redis_url = redis_url.map(str::to_owned);
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.worker_threads(2);
     let server =

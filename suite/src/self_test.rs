@@ -32,6 +32,8 @@ enum Job {
     Defect(mock_server::Defect),
     /// Three reference servers that share nothing, named as one deployment's replicas.
     ReplicasApart,
+    /// Three reference servers on one Redis (a redis-server the self-test starts): one server.
+    ReplicasOnRedis,
 }
 
 #[cfg(feature = "embedded")]
@@ -42,6 +44,7 @@ impl Job {
             Job::Variant(v) => v.name(),
             Job::Defect(d) => d.name(),
             Job::ReplicasApart => "three replicas sharing nothing",
+            Job::ReplicasOnRedis => "three replicas on one Redis",
         }
     }
 }
@@ -131,11 +134,12 @@ pub fn run<Out: io::Write + 'static>(
     };
     // A deployment of three references that share nothing: each client's calls go to them in
     // turn, so what one call leaves the next cannot find. Held to the full level, as the reference.
-    let run_apart = || -> anyhow::Result<Report> {
+    // `None` on Redis when no redis-server can be started here: the row says so, it proves nothing.
+    let run_replicas = |redis: Option<&str>| -> anyhow::Result<Report> {
         let mut servers = Vec::new();
         let mut endpoints = Vec::new();
         for _ in 0..3 {
-            let (server, profile) = crate::embedded::start(&[], &[])?;
+            let (server, profile) = crate::embedded::start_with(&[], &[], redis)?;
             endpoints.push(profile.endpoint.clone().unwrap_or_default());
             servers.push((server, profile));
         }
@@ -147,7 +151,11 @@ pub fn run<Out: io::Write + 'static>(
     let run_job = |job: Job| -> anyhow::Result<Report> {
         match job {
             Job::Clean => run_with(&[], None),
-            Job::ReplicasApart => run_apart(),
+            Job::ReplicasApart => run_replicas(None),
+            Job::ReplicasOnRedis => {
+                let redis = RedisServer::start()?;
+                run_replicas(Some(&redis.url))
+            }
             Job::Variant(variant) => run_variant(variant),
             Job::Defect(defect) => {
                 // Without --full only the defect's own clause runs: quick, and enough to prove
@@ -161,7 +169,7 @@ pub fn run<Out: io::Write + 'static>(
     // The whole runs first (the clean server, each variant), the short defect runs after: the
     // last runs to end are then short ones, not a whole run going on alone.
     let jobs: Vec<Job> = std::iter::once(Job::Clean)
-        .chain(std::iter::once(Job::ReplicasApart))
+        .chain([Job::ReplicasApart, Job::ReplicasOnRedis])
         .chain(mock_server::Variant::ALL.iter().copied().map(Job::Variant))
         .chain(mock_server::Defect::ALL.iter().copied().map(Job::Defect))
         .collect();
@@ -174,6 +182,7 @@ pub fn run<Out: io::Write + 'static>(
     .into_iter();
     let clean = results.next().expect("the clean run is the first job")?;
     let apart = results.next().expect("the deployment run is the second job")?;
+    let on_redis = results.next().expect("the Redis deployment run is the third job");
     let mut variant_reports = Vec::new();
     for _ in mock_server::Variant::ALL {
         variant_reports.push(results.next().expect("one result per variant")?);
@@ -307,10 +316,32 @@ pub fn run<Out: io::Write + 'static>(
         apart_failed.join(" ")
     );
 
+    let (redis_verdict, redis_ok, redis_failed) = match &on_redis {
+        Ok(report) => {
+            let failed: Vec<&str> = report
+                .clauses
+                .iter()
+                .filter(|c| c.full_status == Status::Failed)
+                .map(|c| c.id.as_str())
+                .collect();
+            let ok = report.exit_code(false) == 0;
+            (if ok { "certified" } else { "not certified" }.to_owned(), ok, failed.join(", "))
+        }
+        // No redis-server here: not run, and no verdict either way.
+        Err(e) if e.to_string() == NO_REDIS => (format!("not run: {e:#}"), true, String::new()),
+        Err(e) => (format!("could not run: {e:#}"), false, String::new()),
+    };
+    let _ = writeln!(
+        md,
+        "| three references on one Redis | certified at the full level | {redis_verdict} | {} | {redis_failed} |",
+        if redis_ok { "✅" } else { "❌" }
+    );
+    let _ = writeln!(console, "three replicas on one Redis: {redis_verdict}");
     if let Some(path) = markdown {
         write_below_marker(path, &md)?;
     }
-    let code = if clean_ok && apart_ok && survivors.is_empty() && rejected.is_empty() { 0 } else { 1 };
+    let code =
+        if clean_ok && apart_ok && redis_ok && survivors.is_empty() && rejected.is_empty() { 0 } else { 1 };
     crate::embedded::finish_log(code != 0);
     let mut problems = Vec::new();
     if !survivors.is_empty() {
@@ -325,6 +356,48 @@ pub fn run<Out: io::Write + 'static>(
     }
     let error = (!problems.is_empty()).then(|| problems.join("; "));
     Ok(Outcome { code, error, report: Some(clean) })
+}
+
+/// Why the Redis deployment row did not run: no redis-server on this machine.
+#[cfg(feature = "embedded")]
+const NO_REDIS: &str = "no redis-server to start";
+
+/// A redis-server child on a free port, without persistence, killed when dropped.
+#[cfg(feature = "embedded")]
+struct RedisServer {
+    child: std::process::Child,
+    url: String,
+}
+
+#[cfg(feature = "embedded")]
+impl RedisServer {
+    fn start() -> anyhow::Result<RedisServer> {
+        use anyhow::Context as _;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context(NO_REDIS)?;
+        let server = RedisServer { child, url: format!("redis://127.0.0.1:{port}") };
+        // Up when it accepts a connection: 5 s at most.
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        anyhow::bail!("redis-server on port {port} did not accept a connection within 5 s")
+    }
+}
+
+#[cfg(feature = "embedded")]
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The clauses whose rules span calls (a key, a version, a cursor, a window, a revocation), which
