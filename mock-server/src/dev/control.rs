@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::dev::faults::Fault;
+use crate::output::Output;
+use crate::state::store::{Change, Failed, Planned};
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -133,26 +135,40 @@ struct MembershipRef {
     organization_id: String,
 }
 
-fn set_revoked(app: &App, m: &MembershipRef, revoked: bool) -> StatusCode {
-    let mut data = app.store.write();
-    let mut found = false;
-    for membership in data
-        .memberships
-        .iter_mut()
-        .filter(|x| x.user_id == m.user_id && x.organization_id == m.organization_id)
-    {
-        membership.revoked = revoked;
-        found = true;
+async fn set_revoked(app: &App, m: MembershipRef, revoked: bool) -> StatusCode {
+    let change = Change::Membership { user_id: m.user_id, organization_id: m.organization_id, revoked };
+    let planned = app
+        .store
+        .commit(None, |data| match &change {
+            Change::Membership { user_id, organization_id, .. }
+                if data.has_membership(user_id, organization_id) =>
+            {
+                Ok(Planned { change: change.clone(), output: Output::new(Value::Null, "") })
+            }
+            _ => Err(StatusCode::NOT_FOUND),
+        })
+        .await;
+    match planned {
+        Ok(_) => StatusCode::NO_CONTENT,
+        Err(failed) => refused(failed),
     }
-    if found { StatusCode::NO_CONTENT } else { StatusCode::NOT_FOUND }
+}
+
+/// The status of a change the store did not make (or may have made).
+fn refused(failed: Failed<StatusCode>) -> StatusCode {
+    match failed {
+        Failed::Refused(status) => status,
+        Failed::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Failed::Unknown => StatusCode::GATEWAY_TIMEOUT,
+    }
 }
 
 async fn revoke(State(app): State<Arc<App>>, Json(m): Json<MembershipRef>) -> StatusCode {
-    set_revoked(&app, &m, true)
+    set_revoked(&app, m, true).await
 }
 
 async fn restore(State(app): State<Arc<App>>, Json(m): Json<MembershipRef>) -> StatusCode {
-    set_revoked(&app, &m, false)
+    set_revoked(&app, m, false).await
 }
 
 #[derive(Deserialize)]
@@ -177,10 +193,18 @@ async fn new_order(State(app): State<Arc<App>>, Json(req): Json<NewOrder>) -> Re
         created_at: now.clone(),
         updated_at: now,
     };
-    let mut data = app.store.write();
-    if data.restaurant(&req.restaurant_id).is_none() {
-        return StatusCode::NOT_FOUND.into_response();
+    let planned = app
+        .store
+        .commit(None, |data| match data.restaurant(&order.restaurant_id) {
+            Some(_) => Ok(Planned {
+                change: Change::Order { order: order.clone() },
+                output: Output::new(json!(order), ""),
+            }),
+            None => Err(StatusCode::NOT_FOUND),
+        })
+        .await;
+    match planned {
+        Ok(output) => (StatusCode::CREATED, Json(output.data)).into_response(),
+        Err(failed) => refused(failed).into_response(),
     }
-    data.insert_order(order.clone());
-    (StatusCode::CREATED, Json(json!(order))).into_response()
 }

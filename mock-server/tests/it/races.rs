@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use mock_server::auth::Principal;
+use mock_server::output::Output;
+use mock_server::state::store::{Change, Data, Planned};
 use mock_server::{App, Config, pipeline};
 use serde_json::{Value, json};
 
@@ -109,11 +111,17 @@ async fn walks_while_orders_arrive_see_each_existing_order_once_every_round() {
             let inserter = {
                 let app = app.clone();
                 tokio::spawn(async move {
-                    let mut data = app.store.write();
-                    let mut order = data.orders_of("rst_small").next().unwrap().to_order();
-                    order.id = format!("ord_race{round:05}x{}", data.orders["rst_small"].len());
+                    let mut order = app.store.read().orders_of("rst_small").next().unwrap().to_order();
+                    order.id = format!("ord_race{round:05}x{}", app.store.read().orders["rst_small"].len());
                     order.created_at = app.clock.now_timestamp();
-                    data.insert_order(order);
+                    let output = Output::new(Value::Null, "");
+                    let plan = |_: &Data| {
+                        Ok::<_, ()>(Planned {
+                            change: Change::Order { order: order.clone() },
+                            output: output.clone(),
+                        })
+                    };
+                    app.store.commit(None, plan).await.expect("the order arrives");
                 })
             };
             let page = call(&app, &who, "list_orders", args).await.expect("a page");
@@ -137,6 +145,6 @@ async fn walks_while_orders_arrive_see_each_existing_order_once_every_round() {
         unique.dedup();
         assert_eq!(unique.len(), seen.len(), "round {round}: no duplicate");
         // The next round walks the same three orders again.
-        app.store.write().orders.get_mut("rst_small").unwrap().retain(|(_, id), _| existing.contains(id));
+        app.store.reset(&app.config.dataset, 0);
     }
 }

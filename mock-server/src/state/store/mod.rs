@@ -2,6 +2,7 @@
 //! keyed by `(timestamp, id)` and read newest first, so a page starts strictly after the cursor's
 //! key and insertions never shift it (PAG-4).
 
+mod change;
 mod orders;
 
 use std::collections::{BTreeMap, HashMap};
@@ -13,6 +14,10 @@ use chataigne_contract::dataset::{
     synthetic_orders,
 };
 
+pub use change::Change;
+
+use crate::output::Output;
+use crate::state::idempotency::Completion;
 pub use orders::{Interner, ItemRow, OrderIndex, OrderRef, OrderRow, Sym};
 
 /// The restaurant that receives `--synthetic-orders`: the large one, so `rst_central` (which the
@@ -226,7 +231,26 @@ impl Data {
     }
 }
 
-/// The store: one lock over the data. Writes are short and compare-and-set under the write lock.
+/// What a write planned on the data it read: the change, and the answer once it is made.
+#[derive(Debug)]
+pub struct Planned {
+    pub change: Change,
+    pub output: Output,
+}
+
+/// Why a write was not made, or may have been.
+#[derive(Debug)]
+pub enum Failed<E> {
+    /// Refused by its plan (a precondition, a missing record): no effect.
+    Refused(E),
+    /// The shared store could not be asked, or refused the write: no effect.
+    Unavailable,
+    /// The shared store was asked and did not answer: the write may have been made.
+    Unknown,
+}
+
+/// The store: one lock over the data. A write plans its change on the data and applies it under
+/// the write lock, so its checks and its effect see the same state (compare-and-set, PRE-4).
 #[derive(Debug)]
 pub struct Store {
     data: RwLock<Data>,
@@ -244,8 +268,32 @@ impl Store {
         self.data.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn write(&self) -> RwLockWriteGuard<'_, Data> {
+    fn write(&self) -> RwLockWriteGuard<'_, Data> {
         self.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes the change `plan` decides on the current data, and answers its output. `keyed`: the
+    /// claim of a keyed write, whose result a shared store keeps with the effect.
+    pub async fn commit<E>(
+        &self,
+        keyed: Option<Completion>,
+        plan: impl Fn(&Data) -> Result<Planned, E>,
+    ) -> Result<Output, Failed<E>> {
+        let _ = keyed;
+        self.commit_here(plan)
+    }
+
+    /// Applies a change to this replica's data alone, outside any log (the suite's oracle seeds
+    /// its reference with the state a run observed).
+    pub fn apply_here(&self, change: &Change) {
+        self.write().apply(change);
+    }
+
+    fn commit_here<E>(&self, plan: impl Fn(&Data) -> Result<Planned, E>) -> Result<Output, Failed<E>> {
+        let mut data = self.write();
+        let planned = plan(&data).map_err(Failed::Refused)?;
+        data.apply(&planned.change);
+        Ok(planned.output)
     }
 
     pub fn reset(&self, dataset: &Dataset, synthetic: usize) {
