@@ -49,8 +49,11 @@ pub struct Config {
     pub secret: Option<String>,
     /// Serve the development OAuth authorization server (`/oauth/*`).
     pub auth_server: bool,
-    /// Keep idempotency keys and rate windows in this Redis instead of memory.
+    /// Keep the data's changes, the clock, idempotency keys and rate windows in this Redis
+    /// instead of memory, shared by every replica on it (README, "Replicas on Redis").
     pub redis_url: Option<String>,
+    /// `redis_url` lists nodes of a Redis Cluster, comma-separated (`--redis-cluster`).
+    pub redis_cluster: bool,
     /// Prefix of this deployment's Redis keys: replicas share it.
     pub redis_namespace: String,
     /// Generated orders added to `rst_large` at start and on reset, for benchmarks
@@ -78,6 +81,7 @@ impl Config {
             secret: None,
             auth_server: true,
             redis_url: None,
+            redis_cluster: false,
             redis_namespace: "chataigne".into(),
             synthetic_orders: 0,
             sentry_dsn: None,
@@ -132,7 +136,9 @@ impl App {
         let (redis, shared_secret) = match &config.redis_url {
             Some(url) => {
                 config.check_variants()?;
-                let redis = Arc::new(Redis::connect(url, &config.redis_namespace).await?);
+                let redis =
+                    Arc::new(Redis::connect(url, config.redis_cluster, &config.redis_namespace).await?);
+                redis.beat_forever();
                 // Without --secret, replicas agree on the one kept in Redis: each drawing its own
                 // would hash one key two ways (and run it twice) and refuse each other's cursors.
                 let shared = match &config.secret {
@@ -151,7 +157,12 @@ impl App {
             }
             None => (None, None),
         };
-        App::build(config, redis, shared_secret)
+        let app = App::build(config, redis, shared_secret)?;
+        // The data as the replicas made it so far, before serving.
+        match tokio::time::timeout(std::time::Duration::from_secs(30), app.store.catch_up()).await {
+            Ok(Ok(())) => Ok(app),
+            _ => anyhow::bail!("Redis (--redis) did not give the data's changes within 30 s"),
+        }
     }
 
     /// An in-memory server; one on Redis is built by [`App::start`], which connects first.
@@ -185,6 +196,13 @@ impl App {
                 Ok((*t, Validator::new(&schema).map_err(anyhow::Error::msg)?))
             })
             .collect::<anyhow::Result<_>>()?;
+        let clock = Arc::new(Clock::default());
+        let store = match &redis {
+            Some(redis) => {
+                Store::shared(&config.dataset, config.synthetic_orders, redis.clone(), clock.clone())
+            }
+            None => Store::new(&config.dataset, config.synthetic_orders),
+        };
         let (idempotency, rate): (Arc<dyn IdempotencyStore>, Arc<dyn RateLimiter>) = match redis {
             Some(redis) => (redis.clone(), redis),
             None if config.redis_url.is_some() => anyhow::bail!("a server on Redis is built by App::start"),
@@ -196,8 +214,8 @@ impl App {
         let reporter =
             crate::reporting::Reporter::new(config.sentry_dsn.as_deref(), defects.reports_arguments())?;
         Ok(App {
-            store: Store::new(&config.dataset, config.synthetic_orders),
-            clock: Arc::new(Clock::default()),
+            store,
+            clock,
             idempotency,
             keys: KeyHasher::new(&secret),
             rate,
@@ -240,16 +258,21 @@ impl App {
         *self.deadlines.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Back to the state at start: data, keys, windows, faults, deadlines, clock.
-    pub async fn reset(&self) {
-        self.store.reset(&self.config.dataset, self.config.synthetic_orders);
+    /// Back to the state at start: data, keys, windows, faults, deadlines, clock. On Redis the
+    /// data and the clock go back for every replica; Err: Redis did not answer (the data is as
+    /// it was; this replica's faults, deadlines and windows are reset all the same).
+    pub async fn reset(&self) -> Result<(), crate::state::idempotency::StoreError> {
+        let data = self.store.reset().await;
         // A shared store that is down keeps its keys; the rest of the reset still applies.
         let _ = self.idempotency.clear().await;
         let _ = self.rate.clear().await;
         self.faults.clear();
         *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = self.config.deadlines;
         self.oauth.clear_windows();
-        self.clock.reset();
+        if data.is_ok() {
+            self.clock.reset();
+        }
+        data
     }
 }
 

@@ -43,6 +43,10 @@ pub async fn call(
 }
 
 async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Value) -> Outcome {
+    // On Redis, the changes other replicas made first (and the shared clock): every step reads
+    // the data as the whole deployment has it. Not answered: reads are served from this
+    // replica's data as it is, writes refused below, before any effect. In memory, nothing.
+    let current = !app.store.is_shared() || app.store.catch_up().await.is_ok();
     // 3. Rate limit: every call that names a real tool counts, failed ones too (LIM-2).
     rate_limit(app, principal, tool).await?;
     if app.variants.access_before_schema() && tools::target_readable(tool, &args) {
@@ -55,6 +59,9 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
         validate(app, tool, &args)?;
         // 5–7. Scope, membership, role.
         authorize(app, principal, tool, &args)?;
+    }
+    if !current && tool.kind().is_write() {
+        return Err(ErrorCode::DependencyUnavailable.into());
     }
     let mut call = Call::new(app.clone(), tool, args, principal.clone());
     // 8. Idempotency: a replay returns here, after authorization (IDEM-7).

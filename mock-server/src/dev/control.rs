@@ -60,12 +60,21 @@ async fn capabilities() -> Json<Value> {
     Json(json!({ "capabilities": ["reset", "clock", "faults", "deadlines", "memberships", "orders"] }))
 }
 
+/// 503 when the data is shared and Redis did not answer: the data is as it was.
 async fn reset(State(app): State<Arc<App>>) -> StatusCode {
-    app.reset().await;
-    StatusCode::NO_CONTENT
+    match app.reset().await {
+        Ok(()) => StatusCode::NO_CONTENT,
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
 }
 
 async fn clock(State(app): State<Arc<App>>) -> Json<Value> {
+    // On Redis, the clock every replica shares (as this one last saw it, if Redis is down).
+    let _ = app.store.catch_up().await;
+    now(&app)
+}
+
+fn now(app: &App) -> Json<Value> {
     Json(
         json!({ "now": app.clock.now_timestamp(), "now_ms": app.clock.now_ms(), "offset_ms": app.clock.offset_ms() }),
     )
@@ -80,12 +89,16 @@ struct Advance {
     ms: i64,
 }
 
-/// 400 for a move backward or past ten years ahead in all (the offset would wrap negative).
+/// 400 for a move backward or past ten years ahead in all (the offset would wrap negative); on
+/// Redis the clock moves for every replica, and 503 when Redis did not answer (it did not move).
 async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Response {
-    let ms = by.seconds.checked_mul(1000).and_then(|s| s.checked_add(by.ms));
-    match ms.ok_or(crate::state::clock::Advance::TooFar).and_then(|ms| app.clock.advance_ms(ms)) {
-        Ok(_) => clock(State(app)).await.into_response(),
-        Err(refused) => (StatusCode::BAD_REQUEST, refused.to_string()).into_response(),
+    let Some(ms) = by.seconds.checked_mul(1000).and_then(|s| s.checked_add(by.ms)) else {
+        return (StatusCode::BAD_REQUEST, crate::state::clock::Advance::TooFar.to_string()).into_response();
+    };
+    match app.store.advance_clock(&app.clock, ms).await {
+        Ok(Ok(_)) => now(&app).into_response(),
+        Ok(Err(refused)) => (StatusCode::BAD_REQUEST, refused.to_string()).into_response(),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
 }
 

@@ -145,6 +145,6 @@ async fn walks_while_orders_arrive_see_each_existing_order_once_every_round() {
         unique.dedup();
         assert_eq!(unique.len(), seen.len(), "round {round}: no duplicate");
         // The next round walks the same three orders again.
-        app.store.reset(&app.config.dataset, 0);
+        app.store.reset().await.expect("in memory");
     }
 }

@@ -6,7 +6,7 @@ mod change;
 mod orders;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use chataigne_contract::Role;
 use chataigne_contract::dataset::{
@@ -17,7 +17,9 @@ use chataigne_contract::dataset::{
 pub use change::Change;
 
 use crate::output::Output;
-use crate::state::idempotency::Completion;
+use crate::state::clock::{Advance, Clock, MAX_OFFSET_MS};
+use crate::state::idempotency::{Completion, StoreError};
+use crate::state::redis::{Appended, Batch, Redis, Unsent, entry, split};
 pub use orders::{Interner, ItemRow, OrderIndex, OrderRef, OrderRow, Sym};
 
 /// The restaurant that receives `--synthetic-orders`: the large one, so `rst_central` (which the
@@ -45,6 +47,8 @@ pub struct Data {
     /// Order ID → key; apart from `index` and smaller, because there may be a million orders.
     pub order_index: OrderIndex,
     pub interner: Interner,
+    /// Where this data stands in the shared log (Redis); unused in memory.
+    pub position: Position,
 }
 
 fn key(ts: &str, id: &str) -> Key {
@@ -249,17 +253,57 @@ pub enum Failed<E> {
     Unknown,
 }
 
+/// Where a replica's data stands in the shared log (`state::redis::log`): the generation it
+/// follows (`lineage`, changed only when Redis lost the log; `seq`, one more at each reset) and
+/// how many of its entries it applied. Unused in memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Position {
+    pub lineage: String,
+    pub seq: u64,
+    pub applied: u64,
+    /// The id of the last entry applied ("" before the first).
+    pub last: String,
+}
+
+/// Entries asked of the log at once when catching up.
+const BATCH: usize = 512;
+/// Writes that lost a race for their record to another replica's are planned again this often
+/// at most (each time on the newer state, where the loser usually fails its precondition).
+const ATTEMPTS: usize = 8;
+
 /// The store: one lock over the data. A write plans its change on the data and applies it under
 /// the write lock, so its checks and its effect see the same state (compare-and-set, PRE-4).
+/// Shared (`--redis`), the data is the dataset plus the log's changes, which every replica
+/// applies in order (`catch_up`), and a write is an entry appended to the log (`commit`).
 #[derive(Debug)]
 pub struct Store {
     data: RwLock<Data>,
+    base: Arc<Dataset>,
+    synthetic: usize,
+    shared: Option<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    redis: Arc<Redis>,
+    clock: Arc<Clock>,
 }
 
 impl Store {
     /// The dataset, plus `synthetic` generated orders (0 outside benchmarks).
     pub fn new(dataset: &Dataset, synthetic: usize) -> Store {
-        Store { data: RwLock::new(Data::load_with(dataset, synthetic)) }
+        Store {
+            data: RwLock::new(Data::load_with(dataset, synthetic)),
+            base: Arc::new(dataset.clone()),
+            synthetic,
+            shared: None,
+        }
+    }
+
+    /// The same, its changes shared on Redis with every replica of the namespace, and the clock's
+    /// offset with them.
+    pub fn shared(dataset: &Dataset, synthetic: usize, redis: Arc<Redis>, clock: Arc<Clock>) -> Store {
+        Store { shared: Some(Shared { redis, clock }), ..Store::new(dataset, synthetic) }
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, Data> {
@@ -272,15 +316,117 @@ impl Store {
         self.data.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Applies the changes other replicas made since this one last looked, and takes the shared
+    /// clock's offset; at once in memory. Err: Redis did not answer, the data is as it was.
+    pub async fn catch_up(&self) -> Result<(), StoreError> {
+        let Some(shared) = &self.shared else { return Ok(()) };
+        loop {
+            let at = self.read().position.clone();
+            let batch = shared.redis.read_log(&at, BATCH).await?;
+            let full = batch.entries.len() == BATCH;
+            let changes = batch
+                .entries
+                .iter()
+                .map(|entry| {
+                    let (id, change) = split(entry).ok_or(())?;
+                    Ok((id.to_owned(), serde_json::from_str::<Change>(change).map_err(drop)?))
+                })
+                .collect::<Result<Vec<_>, ()>>()
+                .map_err(|()| {
+                    // Written by a newer server (a change this one does not know): never skipped,
+                    // or this replica would answer from other data than the rest.
+                    tracing::error!("the shared log holds a change this server cannot read: upgrade it");
+                    StoreError
+                })?;
+            // Not taken: another task moved this replica meanwhile; ask again from where it is.
+            if self.take(batch, changes, &shared.clock) && !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Applies a batch read from the log, unless another task has moved this replica past it or
+    /// to a newer generation meanwhile; whether it was taken.
+    fn take(&self, batch: Batch, changes: Vec<(String, Change)>, clock: &Clock) -> bool {
+        let mut data = self.write();
+        let at = &data.position;
+        let same = batch.lineage == at.lineage && batch.seq == at.seq;
+        // An older generation's answer, overtaken by a reset another task applied: dropped.
+        let older = batch.lineage == at.lineage && batch.seq < at.seq;
+        let rebuild = !same || batch.diverged;
+        if older || (!rebuild && batch.from > at.applied) || (rebuild && batch.from != 0) {
+            return false;
+        }
+        if rebuild {
+            // A reset, a Redis that lost the log or a failover that lost its end: back to the
+            // dataset, then the log as it is.
+            if batch.diverged {
+                tracing::warn!(
+                    "the shared log lost changes this replica had applied (a failover?): starting over from it"
+                );
+            }
+            *data = Data::load_with(&self.base, self.synthetic);
+            data.position =
+                Position { lineage: batch.lineage, seq: batch.seq, applied: 0, last: String::new() };
+            clock.set_offset(batch.clock_ms);
+        } else {
+            clock.raise_offset(batch.clock_ms);
+        }
+        let skip = (data.position.applied - batch.from) as usize;
+        for (id, change) in changes.into_iter().skip(skip) {
+            data.apply(&change);
+            data.position.applied += 1;
+            data.position.last = id;
+        }
+        true
+    }
+
     /// Makes the change `plan` decides on the current data, and answers its output. `keyed`: the
-    /// claim of a keyed write, whose result a shared store keeps with the effect.
+    /// claim of a keyed write, whose result a shared store keeps with the effect, in one step.
     pub async fn commit<E>(
         &self,
         keyed: Option<Completion>,
         plan: impl Fn(&Data) -> Result<Planned, E>,
     ) -> Result<Output, Failed<E>> {
-        let _ = keyed;
-        self.commit_here(plan)
+        let Some(shared) = &self.shared else { return self.commit_here(plan) };
+        for _ in 0..ATTEMPTS {
+            self.catch_up().await.map_err(|_| Failed::Unavailable)?;
+            let (planned, at) = {
+                let data = self.read();
+                (plan(&data).map_err(Failed::Refused)?, data.position.clone())
+            };
+            let change = serde_json::to_string(&planned.change).map_err(|_| Failed::Unavailable)?;
+            let entry = entry(&change);
+            let guarded = planned.change.guarded_record();
+            let completion = keyed.as_ref().map(|c| (c, &planned.output.data));
+            match shared.redis.append(&at, &entry, guarded, completion).await {
+                Ok(Appended::Made(length)) => {
+                    self.applied_own(&at, length, &entry[..16], &planned.change);
+                    return Ok(Output { stored: keyed.is_some(), ..planned.output });
+                }
+                Ok(Appended::Stale) => continue,
+                Ok(Appended::Unclaimed) | Err(Unsent::NotSent) => return Err(Failed::Unavailable),
+                Err(Unsent::NoAnswer) => return Err(Failed::Unknown),
+            }
+        }
+        // Lost the race every time: nothing was made.
+        Err(Failed::Unavailable)
+    }
+
+    /// After this replica's change became entry `length - 1`: applied now if it follows what the
+    /// replica holds, else the next catch-up brings it with the entries before it.
+    fn applied_own(&self, at: &Position, length: u64, id: &str, change: &Change) {
+        let mut data = self.write();
+        let p = &data.position;
+        if p.lineage == at.lineage && p.seq == at.seq && p.applied + 1 == length {
+            data.apply(change);
+            data.position.applied = length;
+            data.position.last = id.to_owned();
+        }
     }
 
     /// Applies a change to this replica's data alone, outside any log (the suite's oracle seeds
@@ -296,8 +442,34 @@ impl Store {
         Ok(planned.output)
     }
 
-    pub fn reset(&self, dataset: &Dataset, synthetic: usize) {
-        *self.write() = Data::load_with(dataset, synthetic);
+    /// Back to the dataset: here, or for every replica (a new generation of the log, the shared
+    /// clock back to the wall's). Err: Redis did not answer, nothing changed.
+    pub async fn reset(&self) -> Result<(), StoreError> {
+        match &self.shared {
+            None => {
+                *self.write() = Data::load_with(&self.base, self.synthetic);
+                Ok(())
+            }
+            Some(shared) => {
+                shared.redis.reset_log().await?;
+                self.catch_up().await
+            }
+        }
+    }
+
+    /// Moves the clock forward by `ms`, for every replica when shared: the new offset, or why not.
+    pub async fn advance_clock(&self, clock: &Clock, ms: i64) -> Result<Result<i64, Advance>, StoreError> {
+        let Some(shared) = &self.shared else { return Ok(clock.advance_ms(ms)) };
+        if ms < 0 {
+            return Ok(Err(Advance::Backward));
+        }
+        match shared.redis.advance_clock(ms, MAX_OFFSET_MS).await? {
+            Ok(offset) => {
+                shared.clock.raise_offset(offset);
+                Ok(Ok(offset))
+            }
+            Err(_) => Ok(Err(Advance::TooFar)),
+        }
     }
 }
 
