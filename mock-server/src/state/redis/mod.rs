@@ -111,6 +111,8 @@ const BEAT: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('HSET', KEYS[1], ARGV[1], now + tonumber(ARGV[2]))
+-- A deployment whose replicas all stopped leaves nothing behind for long.
+redis.call('PEXPIRE', KEYS[1], 60000)
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   if tonumber(all[i + 1]) < now - 60000 then redis.call('HDEL', KEYS[1], all[i]) end
