@@ -138,6 +138,7 @@ impl App {
                 config.check_variants()?;
                 let redis =
                     Arc::new(Redis::connect(url, config.redis_cluster, &config.redis_namespace).await?);
+                redis.beat().await?;
                 redis.beat_forever();
                 // Without --secret, replicas agree on the one kept in Redis: each drawing its own
                 // would hash one key two ways (and run it twice) and refuse each other's cursors.

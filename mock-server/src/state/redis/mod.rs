@@ -284,6 +284,17 @@ impl Redis {
         })
     }
 
+    /// One beat, at start, before the replica makes any claim (within the startup bound).
+    pub async fn beat(&self) -> anyhow::Result<()> {
+        let mut invocation = self.beat.key(&self.alive_key);
+        invocation.arg(self.replica).arg(BEAT_LIFE.as_millis() as u64);
+        let mut conn = self.conn.clone();
+        match tokio::time::timeout(STARTUP_TIMEOUT, invocation.invoke_async::<i64>(&mut conn)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => anyhow::bail!("Redis (--redis) did not take this replica's first beat within 5 s"),
+        }
+    }
+
     /// Beats every [`BEAT_EVERY`] while `self` lives, so that the claims this replica holds are
     /// not taken over; a replica killed stops beating, and its claims free in [`BEAT_LIFE`].
     pub fn beat_forever(self: &std::sync::Arc<Self>) {

@@ -504,4 +504,37 @@ mod tests {
             assert_eq!(bulk.order(SYNTHETIC_RESTAURANT, &o.id).map(|r| r.to_order()).as_ref(), Some(o));
         }
     }
+
+    /// How a replica takes a batch of the shared log: in order, skipping what it applied, never
+    /// an answer older than what it holds, and from the dataset again after a reset or when the
+    /// log no longer holds what it applied (a failover that lost its end).
+    #[test]
+    fn a_replica_takes_the_log_in_order_and_starts_over_when_it_must() {
+        let store = Store::new(&generate(), 0);
+        let clock = Clock::default();
+        let status =
+            |s: &str| Change::RestaurantStatus { restaurant_id: "rst_central".into(), status: s.into() };
+        let batch = |seq: u64, from: u64, statuses: &[&str], diverged: bool| {
+            let entries = statuses.iter().map(|s| (format!("{s:0>16}"), status(s))).collect::<Vec<_>>();
+            let batch = Batch { lineage: "L".into(), seq, clock_ms: 7, from, entries: Vec::new(), diverged };
+            (batch, entries)
+        };
+        let check =
+            |seq: u64, from: u64, statuses: &[&str], diverged: bool, taken: bool, now: (&str, u64)| {
+                let (b, entries) = batch(seq, from, statuses, diverged);
+                assert_eq!(store.take(b, entries, &clock), taken, "{seq} {from} {statuses:?}");
+                let data = store.read();
+                let at = (data.restaurant("rst_central").unwrap().status.as_str(), data.position.applied);
+                assert_eq!(at, now, "{seq} {from} {statuses:?}");
+            };
+        let open = store.read().restaurant("rst_central").unwrap().status.clone();
+        check(0, 0, &["paused", "open"], false, true, ("open", 2));
+        check(0, 1, &["open", "paused"], false, true, ("paused", 3));
+        check(0, 5, &["open"], false, false, ("paused", 3));
+        check(1, 0, &["closing"], false, true, ("closing", 1));
+        check(0, 0, &["paused", "open", "paused", "open"], false, false, ("closing", 1));
+        check(1, 0, &[], true, true, (open.as_str(), 0));
+        assert_eq!(clock.offset_ms(), 7);
+        assert_eq!(store.read().position.last, "");
+    }
 }
