@@ -267,6 +267,9 @@ pub struct Position {
 
 /// Entries asked of the log at once when catching up.
 const BATCH: usize = 512;
+/// Batches one catch-up takes at most (a replica far behind catches up over several calls, and at
+/// start, `App::start`, until it is done).
+const ROUNDS: usize = 64;
 /// Writes that lost a race for their record to another replica's are planned again this often
 /// at most (each time on the newer state, where the loser usually fails its precondition).
 const ATTEMPTS: usize = 8;
@@ -321,10 +324,12 @@ impl Store {
     }
 
     /// Applies the changes other replicas made since this one last looked, and takes the shared
-    /// clock's offset; at once in memory. Err: Redis did not answer, the data is as it was.
+    /// clock's offset; at once in memory. Err: Redis did not answer, or the log is longer than
+    /// one call catches up with ([`ROUNDS`] batches; what was applied stays, the next call goes
+    /// on from there).
     pub async fn catch_up(&self) -> Result<(), StoreError> {
         let Some(shared) = &self.shared else { return Ok(()) };
-        loop {
+        for _ in 0..ROUNDS {
             let at = self.read().position.clone();
             let batch = shared.redis.read_log(&at, BATCH).await?;
             let full = batch.entries.len() == BATCH;
@@ -342,26 +347,40 @@ impl Store {
                     tracing::error!("the shared log holds a change this server cannot read: upgrade it");
                     StoreError
                 })?;
+            // Back to the dataset first (a reset, a lost log): built off the lock and off the
+            // runtime's threads, since with `--synthetic-orders` it takes seconds.
+            let fresh = if at.lineage != batch.lineage || at.seq != batch.seq || batch.diverged {
+                let (base, synthetic) = (self.base.clone(), self.synthetic);
+                let built = tokio::task::spawn_blocking(move || Data::load_with(&base, synthetic));
+                Some(built.await.map_err(|_| StoreError)?)
+            } else {
+                None
+            };
             // Not taken: another task moved this replica meanwhile; ask again from where it is.
-            if self.take(batch, changes, &shared.clock) && !full {
+            if self.take(batch, changes, &shared.clock, fresh) && !full {
                 return Ok(());
             }
         }
+        Err(StoreError)
     }
 
     /// Applies a batch read from the log, unless another task has moved this replica past it or
-    /// to a newer generation meanwhile; whether it was taken.
-    fn take(&self, batch: Batch, changes: Vec<(String, Change)>, clock: &Clock) -> bool {
+    /// to a newer generation meanwhile; whether it was taken. `fresh`: the dataset loaded anew,
+    /// for a batch that starts a generation over.
+    fn take(&self, batch: Batch, changes: Vec<(String, Change)>, clock: &Clock, fresh: Option<Data>) -> bool {
+        // Declared before the guard: the data replaced is dropped after the lock is released.
+        let mut replaced = None;
         let mut data = self.write();
         let at = &data.position;
         let same = batch.lineage == at.lineage && batch.seq == at.seq;
         // An older generation's answer, overtaken by a reset another task applied: dropped.
         let older = batch.lineage == at.lineage && batch.seq < at.seq;
         let rebuild = !same || batch.diverged;
-        if older || (!rebuild && batch.from > at.applied) || (rebuild && batch.from != 0) {
+        if older || (!rebuild && batch.from > at.applied) || (rebuild && (batch.from != 0 || fresh.is_none()))
+        {
             return false;
         }
-        if rebuild {
+        if let (true, Some(fresh)) = (rebuild, fresh) {
             // A reset, a Redis that lost the log or a failover that lost its end: back to the
             // dataset, then the log as it is.
             if batch.diverged {
@@ -369,7 +388,7 @@ impl Store {
                     "the shared log lost changes this replica had applied (a failover?): starting over from it"
                 );
             }
-            *data = Data::load_with(&self.base, self.synthetic);
+            replaced = Some(std::mem::replace(&mut *data, fresh));
             data.position =
                 Position { lineage: batch.lineage, seq: batch.seq, applied: 0, last: String::new() };
             clock.set_offset(batch.clock_ms);
@@ -382,6 +401,8 @@ impl Store {
             data.position.applied += 1;
             data.position.last = id;
         }
+        drop(data);
+        drop(replaced);
         true
     }
 
@@ -522,7 +543,8 @@ mod tests {
         let check =
             |seq: u64, from: u64, statuses: &[&str], diverged: bool, taken: bool, now: (&str, u64)| {
                 let (b, entries) = batch(seq, from, statuses, diverged);
-                assert_eq!(store.take(b, entries, &clock), taken, "{seq} {from} {statuses:?}");
+                let fresh = Some(Data::load(&generate()));
+                assert_eq!(store.take(b, entries, &clock, fresh), taken, "{seq} {from} {statuses:?}");
                 let data = store.read();
                 let at = (data.restaurant("rst_central").unwrap().status.as_str(), data.position.applied);
                 assert_eq!(at, now, "{seq} {from} {statuses:?}");
