@@ -205,6 +205,8 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         pause(fault.latency_ms).await;
         let outcome = match fault.error {
             Some(error) => Err(ToolError::new(error.raise())),
+            // A read is answered without a further await (the in-memory path stays as it was).
+            None if !kind.is_write() => tools::read(&call),
             None => tools::run(&call).await,
         };
         match (&outcome, guard.owned.take()) {
