@@ -9,10 +9,10 @@ use chataigne_contract::schema::Validator;
 
 use crate::auth::{Issuer, Tokens};
 use crate::dev::defects::{Defect, Defects};
-use crate::dev::faults::{Deadlines, Faults};
+use crate::dev::faults::{Deadlines, Fault, Faults};
 use crate::dev::variants::{Variant, Variants};
 use crate::state::clock::Clock;
-use crate::state::idempotency::{IdempotencyStore, KeyHasher, MemoryStore};
+use crate::state::idempotency::{IdempotencyStore, KeyHasher, MemoryStore, StoreError};
 use crate::state::ratelimit::RateLimiter;
 use crate::state::redis::Redis;
 use crate::state::store::Store;
@@ -127,6 +127,9 @@ pub struct App {
     pub variants: Variants,
     pub reporter: crate::reporting::Reporter,
     inputs: HashMap<ToolName, Validator>,
+    /// The version of the shared control settings `faults` and `deadlines` hold (Redis), and the
+    /// lock under which they are replaced.
+    control_seen: std::sync::Mutex<(String, u64)>,
 }
 
 impl App {
@@ -233,6 +236,7 @@ impl App {
             variants,
             reporter,
             inputs,
+            control_seen: std::sync::Mutex::new((String::new(), 0)),
             config,
         })
     }
@@ -262,10 +266,75 @@ impl App {
         *self.deadlines.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// On Redis, the faults and deadlines the control API last set through any replica, once the
+    /// store caught up with them; nothing to do when they did not change.
+    pub fn sync_control(&self) {
+        let mut seen = self.control_seen.lock().unwrap_or_else(|e| e.into_inner());
+        let (held, fields) = {
+            let data = self.store.read();
+            let held = (data.position.lineage.clone(), data.position.control_version);
+            // A version already applied (in the lineage it belongs to: a Redis that lost its
+            // data counts its versions again): nothing to do, nothing copied.
+            if held.0 == seen.0 && held.1 <= seen.1 {
+                return;
+            }
+            (held, data.control.clone())
+        };
+        let (mut faults, mut deadlines) = (Vec::new(), self.config.deadlines);
+        for (field, value) in &fields {
+            let ms = value.parse().ok();
+            match (field.strip_prefix("fault:"), field.as_str(), ms) {
+                (Some(_), _, _) => faults.extend(serde_json::from_str::<Fault>(value).ok()),
+                (None, "read_ms", Some(ms)) => deadlines.read_ms = ms,
+                (None, "analytics_ms", Some(ms)) => deadlines.analytics_ms = ms,
+                (None, "write_ms", Some(ms)) => deadlines.write_ms = ms,
+                // Written by another version of the server: not this one's to apply.
+                _ => {}
+            }
+        }
+        self.faults.replace(faults);
+        *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = deadlines;
+        *seen = held;
+    }
+
+    /// Injects a fault (replacing that tool's): here, and on Redis for every replica. Err: Redis
+    /// did not answer, nothing changed.
+    pub async fn set_fault(&self, fault: Fault) -> Result<(), StoreError> {
+        let json = serde_json::to_string(&fault).map_err(|_| StoreError)?;
+        self.store.set_control(false, &[(format!("fault:{}", fault.tool), json)]).await?;
+        self.faults.set(fault);
+        Ok(())
+    }
+
+    /// Removes every fault: here, and on Redis for every replica.
+    pub async fn clear_faults(&self) -> Result<(), StoreError> {
+        self.store.set_control(true, &[]).await?;
+        self.faults.clear();
+        Ok(())
+    }
+
+    /// Changes the deadlines given (the others stay): here, and on Redis for every replica.
+    pub async fn set_deadlines(
+        &self,
+        read_ms: Option<u64>,
+        analytics_ms: Option<u64>,
+        write_ms: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let given = [("read_ms", read_ms), ("analytics_ms", analytics_ms), ("write_ms", write_ms)];
+        let fields: Vec<_> =
+            given.iter().filter_map(|(name, ms)| ms.map(|ms| ((*name).to_owned(), ms.to_string()))).collect();
+        self.store.set_control(false, &fields).await?;
+        let mut d = self.deadlines.write().unwrap_or_else(|e| e.into_inner());
+        d.read_ms = read_ms.unwrap_or(d.read_ms);
+        d.analytics_ms = analytics_ms.unwrap_or(d.analytics_ms);
+        d.write_ms = write_ms.unwrap_or(d.write_ms);
+        Ok(())
+    }
+
     /// Back to the state at start: data, keys, windows, faults, deadlines, clock. On Redis the
     /// data and the clock go back for every replica; Err: Redis did not answer (the data is as
     /// it was; this replica's faults, deadlines and windows are reset all the same).
-    pub async fn reset(&self) -> Result<(), crate::state::idempotency::StoreError> {
+    pub async fn reset(&self) -> Result<(), StoreError> {
         let data = self.store.reset().await;
         // A shared store that is down keeps its keys; the rest of the reset still applies.
         let _ = self.idempotency.clear().await;

@@ -47,6 +47,10 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
     // the data as the whole deployment has it. Not answered: reads are served from this
     // replica's data as it is, writes refused below, before any effect. In memory, nothing.
     let current = !app.store.is_shared() || app.store.catch_up().await.is_ok();
+    if app.store.is_shared() {
+        // The faults and deadlines set through any replica's control API.
+        app.sync_control();
+    }
     // 3. Rate limit: every call that names a real tool counts, failed ones too (LIM-2).
     rate_limit(app, principal, tool).await?;
     if app.variants.access_before_schema() && tools::target_readable(tool, &args) {

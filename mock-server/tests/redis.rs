@@ -736,10 +736,31 @@ async fn three_replicas_behave_as_one(a: &str, b: &str, c: &str) {
         assert_eq!(control(base, "clock", None).await.1["offset_ms"], offset, "{base}");
     }
 
+    // A fault injected and a deadline shortened through a's control API apply on every replica;
+    // cleared through c, on every replica again.
+    let fault = json!({"tool": "get_organization_x", "error": "internal"});
+    assert_eq!(control(a, "faults", Some(fault)).await.0, 400, "an unknown tool is refused");
+    let fault = json!({"tool": "list_instructions", "error": "internal"});
+    assert_eq!(control(a, "faults", Some(fault)).await.0, 200);
+    assert_eq!(control(a, "deadlines", Some(json!({"read_ms": 1234}))).await.0, 200);
+    for base in all {
+        let failed = call(base, "list_instructions", json!({"restaurant_id": "rst_central"})).await;
+        assert_eq!(code(&failed), Some("MCP_INTERNAL_ERROR"), "{base}: {failed}");
+        assert_eq!(control(base, "deadlines", None).await.1["read_ms"], 1234, "{base}");
+    }
+    let cleared =
+        http().delete(format!("{c}/control/faults")).header("x-control-secret", "secret").send().await;
+    assert_eq!(cleared.unwrap().status().as_u16(), 204);
+    for base in all {
+        let served = call(base, "list_instructions", json!({"restaurant_id": "rst_central"})).await;
+        assert_eq!(code(&served), None, "{base}: {served}");
+    }
+
     // A reset through a: every replica is back to the dataset and the wall clock.
     assert_eq!(control(a, "reset", Some(json!({}))).await.0, 204);
     for base in all {
         assert_eq!(control(base, "clock", None).await.1["offset_ms"], 0, "{base}");
+        assert_ne!(control(base, "deadlines", None).await.1["read_ms"], 1234, "{base}");
         assert_eq!(messages_in(base).await, before, "{base}");
         let gone = call(base, "get_restaurant", json!({"restaurant_id": rid})).await;
         assert_eq!(code(&gone), Some("MCP_RESOURCE_FORBIDDEN"), "{base}: {gone}");

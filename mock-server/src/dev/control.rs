@@ -102,24 +102,40 @@ async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Respon
     }
 }
 
+/// On Redis, the faults and deadlines as every replica shares them (as this one last saw them,
+/// if Redis is down).
+async fn synced(app: &App) {
+    if app.store.is_shared() {
+        let _ = app.store.catch_up().await;
+        app.sync_control();
+    }
+}
+
 async fn list_faults(State(app): State<Arc<App>>) -> Json<Value> {
+    synced(&app).await;
     Json(json!({ "faults": app.faults.list() }))
 }
 
+/// On Redis for every replica; 503 when Redis did not answer (nothing changed).
 async fn set_fault(State(app): State<Arc<App>>, Json(fault): Json<Fault>) -> Response {
     if chataigne_contract::ToolName::parse(&fault.tool).is_none() {
         return (StatusCode::BAD_REQUEST, "unknown tool").into_response();
     }
-    app.faults.set(fault);
-    list_faults(State(app)).await.into_response()
+    match app.set_fault(fault).await {
+        Ok(()) => Json(json!({ "faults": app.faults.list() })).into_response(),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    }
 }
 
 async fn clear_faults(State(app): State<Arc<App>>) -> StatusCode {
-    app.faults.clear();
-    StatusCode::NO_CONTENT
+    match app.clear_faults().await {
+        Ok(()) => StatusCode::NO_CONTENT,
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
 }
 
 async fn deadlines(State(app): State<Arc<App>>) -> Json<Value> {
+    synced(&app).await;
     Json(json!(app.deadlines()))
 }
 
@@ -131,14 +147,11 @@ struct DeadlinePatch {
     write_ms: Option<u64>,
 }
 
-async fn set_deadlines(State(app): State<Arc<App>>, Json(patch): Json<DeadlinePatch>) -> Json<Value> {
-    {
-        let mut d = app.deadlines.write().unwrap_or_else(|e| e.into_inner());
-        d.read_ms = patch.read_ms.unwrap_or(d.read_ms);
-        d.analytics_ms = patch.analytics_ms.unwrap_or(d.analytics_ms);
-        d.write_ms = patch.write_ms.unwrap_or(d.write_ms);
+async fn set_deadlines(State(app): State<Arc<App>>, Json(patch): Json<DeadlinePatch>) -> Response {
+    match app.set_deadlines(patch.read_ms, patch.analytics_ms, patch.write_ms).await {
+        Ok(()) => Json(json!(app.deadlines())).into_response(),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
-    deadlines(State(app)).await
 }
 
 #[derive(Deserialize)]

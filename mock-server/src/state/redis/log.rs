@@ -12,6 +12,8 @@
 //! - A reset (`RESET`) starts a new generation: the log is emptied, so catching up never replays
 //!   more than the changes since the last reset.
 //! - A lost Redis (no `lineage`) is a new lineage: replicas drop back to the dataset, as Redis did.
+//! - The control API's faults and deadlines (`CONTROL`): fields of `{ns}:control`, versioned in
+//!   `{ns}:state`; `READ` returns them only when their version is not the replica's.
 
 use redis::Script;
 use serde_json::Value;
@@ -20,8 +22,8 @@ use super::{DONE_TTL_MS, Redis, hex, new_epoch};
 use crate::state::idempotency::{Completion, StoreError};
 use crate::state::store::Position;
 
-/// KEYS: state, log, ver. ARGV: lineage, seq, applied, a fresh lineage, batch size, the id of
-/// the last entry applied.
+/// KEYS: state, log, ver, control settings. ARGV: lineage, seq, applied, a fresh lineage, batch
+/// size, the id of the last entry applied, the version of the control settings the replica holds.
 const READ: &str = r"
 local st = redis.call('HMGET', KEYS[1], 'lineage', 'seq', 'clock')
 local lineage, seq, clock = st[1], st[2] or '0', st[3] or '0'
@@ -45,7 +47,9 @@ if lineage == ARGV[1] and seq == ARGV[2] then
   end
 end
 local entries = redis.call('LRANGE', KEYS[2], from, from + tonumber(ARGV[5]) - 1)
-return {lineage, seq, clock, from, entries, diverged}
+local ctlv, ctl = redis.call('HGET', KEYS[1], 'ctlv') or '0', {}
+if ctlv ~= ARGV[7] then ctl = redis.call('HGETALL', KEYS[4]) end
+return {lineage, seq, clock, from, entries, diverged, ctlv, ctl}
 ";
 
 /// KEYS: state, log, ver, the idempotency record (keyed) or state again. ARGV: lineage, seq,
@@ -71,13 +75,31 @@ if ARGV[5] ~= '' then redis.call('HSET', KEYS[3], ARGV[5], n - 1) end
 return {'ok', n}
 ";
 
-/// KEYS: state, log, ver. ARGV: a fresh lineage (when Redis has none).
+/// KEYS: state, log, ver, control settings. ARGV: a fresh lineage (when Redis has none).
 const RESET: &str = r"
 redis.call('DEL', KEYS[2], KEYS[3])
 if not redis.call('HGET', KEYS[1], 'lineage') then redis.call('HSET', KEYS[1], 'lineage', ARGV[1]) end
 redis.call('HINCRBY', KEYS[1], 'seq', 1)
 redis.call('HSET', KEYS[1], 'clock', 0)
+redis.call('DEL', KEYS[4])
+redis.call('HINCRBY', KEYS[1], 'ctlv', 1)
 return 1
+";
+
+/// KEYS: state, control settings. ARGV: '1' to remove every fault first, then pairs of a field
+/// (`fault:<tool>`, `read_ms`, ...) and its value ('' removes it). The settings' new version.
+/// Field by field, as in memory: two replicas setting two tools' faults at once keep both.
+const CONTROL: &str = r"
+if ARGV[1] == '1' then
+  for _, field in ipairs(redis.call('HKEYS', KEYS[2])) do
+    if string.sub(field, 1, 6) == 'fault:' then redis.call('HDEL', KEYS[2], field) end
+  end
+end
+for i = 2, #ARGV, 2 do
+  if ARGV[i + 1] == '' then redis.call('HDEL', KEYS[2], ARGV[i])
+  else redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+end
+return redis.call('HINCRBY', KEYS[1], 'ctlv', 1)
 ";
 
 /// KEYS: state. ARGV: ms forward, the largest offset. The new offset, or 0 and the current one.
@@ -92,6 +114,7 @@ pub(super) struct Scripts {
     commit: Script,
     reset: Script,
     advance: Script,
+    control: Script,
 }
 
 impl Scripts {
@@ -101,6 +124,7 @@ impl Scripts {
             commit: Script::new(COMMIT),
             reset: Script::new(RESET),
             advance: Script::new(ADVANCE),
+            control: Script::new(CONTROL),
         }
     }
 }
@@ -116,6 +140,11 @@ pub struct Batch {
     pub from: u64,
     pub entries: Vec<String>,
     pub diverged: bool,
+    /// The control API's shared settings (faults, deadlines): their version, and their fields
+    /// (`fault:<tool>` → a fault as JSON, `read_ms` → ms, ...) when it is not the version the
+    /// replica holds.
+    pub control_version: u64,
+    pub control: Option<Vec<(String, String)>>,
 }
 
 /// An entry of the log: a random id (what `READ` checks a replica's last entry by), then the
@@ -154,6 +183,10 @@ impl Redis {
         [self.key("state"), self.key("log"), self.key("ver")]
     }
 
+    fn control_key(&self) -> String {
+        self.key("control")
+    }
+
     /// The log past `at`, at most `max` entries, with the generation and the clock.
     pub async fn read_log(&self, at: &Position, max: usize) -> Result<Batch, StoreError> {
         let [state, log, ver] = self.log_keys();
@@ -161,15 +194,19 @@ impl Redis {
         invocation
             .key(log)
             .key(ver)
+            .key(self.control_key())
             .arg(&at.lineage)
             .arg(at.seq)
             .arg(at.applied)
             .arg(new_epoch())
             .arg(max)
-            .arg(&at.last);
+            .arg(&at.last)
+            .arg(at.control_version);
         let mut conn = self.conn.clone();
-        let (lineage, seq, clock, from, entries, diverged): (String, String, String, u64, Vec<String>, u8) =
+        type Answer = (String, String, String, u64, Vec<String>, u8, String, Vec<(String, String)>);
+        let (lineage, seq, clock, from, entries, diverged, control_version, control): Answer =
             self.ask(invocation.invoke_async(&mut conn)).await?;
+        let control_version = control_version.parse().map_err(|_| StoreError)?;
         Ok(Batch {
             lineage,
             seq: seq.parse().map_err(|_| StoreError)?,
@@ -177,6 +214,8 @@ impl Redis {
             from,
             entries,
             diverged: diverged == 1,
+            control: (control_version != at.control_version).then_some(control),
+            control_version,
         })
     }
 
@@ -227,9 +266,25 @@ impl Redis {
     pub async fn reset_log(&self) -> Result<(), StoreError> {
         let [state, log, ver] = self.log_keys();
         let mut invocation = self.log.reset.key(state);
-        invocation.key(log).key(ver).arg(new_epoch());
+        invocation.key(log).key(ver).key(self.control_key()).arg(new_epoch());
         let mut conn = self.conn.clone();
         self.ask(invocation.invoke_async::<i64>(&mut conn)).await.map(drop)
+    }
+
+    /// Changes the control settings: every fault removed first when `clear_faults`, then each
+    /// field set (or removed, with ""). The settings' new version.
+    pub async fn set_control(
+        &self,
+        clear_faults: bool,
+        fields: &[(String, String)],
+    ) -> Result<u64, StoreError> {
+        let mut invocation = self.log.control.key(self.key("state"));
+        invocation.key(self.control_key()).arg(if clear_faults { "1" } else { "0" });
+        for (field, value) in fields {
+            invocation.arg(field).arg(value);
+        }
+        let mut conn = self.conn.clone();
+        self.ask(invocation.invoke_async(&mut conn)).await
     }
 
     /// Moves the shared clock `ms` forward unless its offset would pass `max`: the new offset,

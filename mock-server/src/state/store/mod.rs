@@ -49,6 +49,9 @@ pub struct Data {
     pub interner: Interner,
     /// Where this data stands in the shared log (Redis); unused in memory.
     pub position: Position,
+    /// The control API's settings shared on Redis (faults, deadlines), field by field; the app
+    /// applies them (`App::sync_control`). Unused in memory.
+    pub control: Vec<(String, String)>,
 }
 
 fn key(ts: &str, id: &str) -> Key {
@@ -263,6 +266,8 @@ pub struct Position {
     pub applied: u64,
     /// The id of the last entry applied ("" before the first).
     pub last: String,
+    /// The version of the control API's shared settings this replica holds (`Data::control`).
+    pub control_version: u64,
 }
 
 /// Entries asked of the log at once when catching up.
@@ -388,12 +393,31 @@ impl Store {
                     "the shared log lost changes this replica had applied (a failover?): starting over from it"
                 );
             }
+            // The control settings outlive a reset, not a Redis that lost everything.
+            let lost = data.position.lineage != batch.lineage;
+            let control = if lost {
+                (0, Vec::new())
+            } else {
+                (data.position.control_version, std::mem::take(&mut data.control))
+            };
             replaced = Some(std::mem::replace(&mut *data, fresh));
-            data.position =
-                Position { lineage: batch.lineage, seq: batch.seq, applied: 0, last: String::new() };
+            data.position = Position {
+                lineage: batch.lineage,
+                seq: batch.seq,
+                applied: 0,
+                last: String::new(),
+                control_version: control.0,
+            };
+            data.control = control.1;
             clock.set_offset(batch.clock_ms);
         } else {
             clock.raise_offset(batch.clock_ms);
+        }
+        if let Some(control) = batch.control
+            && batch.control_version > data.position.control_version
+        {
+            data.control = control;
+            data.position.control_version = batch.control_version;
         }
         let skip = (data.position.applied - batch.from) as usize;
         for (id, change) in changes.into_iter().skip(skip) {
@@ -478,6 +502,20 @@ impl Store {
         }
     }
 
+    /// Changes the control API's shared settings on Redis (see `Redis::set_control`), then
+    /// catches up with them; in memory, nothing to share.
+    pub async fn set_control(
+        &self,
+        clear_faults: bool,
+        fields: &[(String, String)],
+    ) -> Result<(), StoreError> {
+        let Some(shared) = &self.shared else { return Ok(()) };
+        shared.redis.set_control(clear_faults, fields).await?;
+        // Made: a catch-up that fails now is made by the next call.
+        let _ = self.catch_up().await;
+        Ok(())
+    }
+
     /// Moves the clock forward by `ms`, for every replica when shared: the new offset, or why not.
     pub async fn advance_clock(&self, clock: &Clock, ms: i64) -> Result<Result<i64, Advance>, StoreError> {
         let Some(shared) = &self.shared else { return Ok(clock.advance_ms(ms)) };
@@ -537,7 +575,16 @@ mod tests {
             |s: &str| Change::RestaurantStatus { restaurant_id: "rst_central".into(), status: s.into() };
         let batch = |seq: u64, from: u64, statuses: &[&str], diverged: bool| {
             let entries = statuses.iter().map(|s| (format!("{s:0>16}"), status(s))).collect::<Vec<_>>();
-            let batch = Batch { lineage: "L".into(), seq, clock_ms: 7, from, entries: Vec::new(), diverged };
+            let batch = Batch {
+                lineage: "L".into(),
+                seq,
+                clock_ms: 7,
+                from,
+                entries: Vec::new(),
+                diverged,
+                control_version: 0,
+                control: None,
+            };
             (batch, entries)
         };
         let check =
