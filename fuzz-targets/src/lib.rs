@@ -88,7 +88,7 @@ impl Harness {
     /// depend on the inputs run before it, or crashes would not reproduce (and rate limits would
     /// answer everything after the first thousand runs).
     pub fn reset(&self) {
-        self.rt.block_on(self.app.reset());
+        self.rt.block_on(self.app.reset()).expect("in memory, a reset always succeeds");
     }
 
     /// POST `body` to /mcp with the headers a real client sends, as `persona`.

@@ -48,7 +48,7 @@ fn list_call(app: &Arc<App>, restaurant: &str, cursor: Option<&str>) -> Call {
         args["cursor"] = json!(c);
     }
     let principal = app.tokens.check("dev-token-owner").expect("the owner's development token");
-    Call { app: app.clone(), tool: ToolName::ListOrders, args, principal }
+    Call::new(app.clone(), ToolName::ListOrders, args, principal)
 }
 
 /// Page 1 and page 2 (through the first page's cursor) of `list_orders` on `rst_large`: the
@@ -61,13 +61,13 @@ fn list_pages(label: &str, synthetic: usize) -> (f64, f64) {
     );
     println!("| (load {label}: {:.2} s) | | | |", start.elapsed().as_secs_f64());
     let first = list_call(&app, "rst_large", None);
-    let cursor = tools::run(&first).expect("page 1").next_cursor.expect("more pages");
+    let cursor = tools::read(&first).expect("page 1").next_cursor.expect("more pages");
     let second = list_call(&app, "rst_large", Some(&cursor));
     let p1 = bench(&format!("list_orders page 1, rst_large {label}"), 2_000, |_| {
-        black_box(tools::run(black_box(&first)).expect("page 1"));
+        black_box(tools::read(black_box(&first)).expect("page 1"));
     });
     let p2 = bench(&format!("list_orders page 2 (cursor), rst_large {label}"), 2_000, |_| {
-        black_box(tools::run(black_box(&second)).expect("page 2"));
+        black_box(tools::read(black_box(&second)).expect("page 2"));
     });
     (p1, p2)
 }

@@ -9,10 +9,10 @@ use chataigne_contract::schema::Validator;
 
 use crate::auth::{Issuer, Tokens};
 use crate::dev::defects::{Defect, Defects};
-use crate::dev::faults::{Deadlines, Faults};
+use crate::dev::faults::{Deadlines, Fault, Faults};
 use crate::dev::variants::{Variant, Variants};
 use crate::state::clock::Clock;
-use crate::state::idempotency::{IdempotencyStore, KeyHasher, MemoryStore};
+use crate::state::idempotency::{IdempotencyStore, KeyHasher, MemoryStore, StoreError};
 use crate::state::ratelimit::RateLimiter;
 use crate::state::redis::Redis;
 use crate::state::store::Store;
@@ -49,8 +49,11 @@ pub struct Config {
     pub secret: Option<String>,
     /// Serve the development OAuth authorization server (`/oauth/*`).
     pub auth_server: bool,
-    /// Keep idempotency keys and rate windows in this Redis instead of memory.
+    /// Keep the data's changes, the clock, idempotency keys and rate windows in this Redis
+    /// instead of memory, shared by every replica on it (README, "Replicas on Redis").
     pub redis_url: Option<String>,
+    /// `redis_url` lists nodes of a Redis Cluster, comma-separated (`--redis-cluster`).
+    pub redis_cluster: bool,
     /// Prefix of this deployment's Redis keys: replicas share it.
     pub redis_namespace: String,
     /// Generated orders added to `rst_large` at start and on reset, for benchmarks
@@ -78,6 +81,7 @@ impl Config {
             secret: None,
             auth_server: true,
             redis_url: None,
+            redis_cluster: false,
             redis_namespace: "chataigne".into(),
             synthetic_orders: 0,
             sentry_dsn: None,
@@ -123,6 +127,9 @@ pub struct App {
     pub variants: Variants,
     pub reporter: crate::reporting::Reporter,
     inputs: HashMap<ToolName, Validator>,
+    /// The version of the shared control settings `faults` and `deadlines` hold (Redis), and the
+    /// lock under which they are replaced.
+    control_seen: std::sync::Mutex<(String, u64)>,
 }
 
 impl App {
@@ -132,7 +139,10 @@ impl App {
         let (redis, shared_secret) = match &config.redis_url {
             Some(url) => {
                 config.check_variants()?;
-                let redis = Arc::new(Redis::connect(url, &config.redis_namespace).await?);
+                let redis =
+                    Arc::new(Redis::connect(url, config.redis_cluster, &config.redis_namespace).await?);
+                redis.beat().await?;
+                redis.beat_forever();
                 // Without --secret, replicas agree on the one kept in Redis: each drawing its own
                 // would hash one key two ways (and run it twice) and refuse each other's cursors.
                 let shared = match &config.secret {
@@ -151,7 +161,15 @@ impl App {
             }
             None => (None, None),
         };
-        App::build(config, redis, shared_secret)
+        let app = App::build(config, redis, shared_secret)?;
+        // The data as the replicas made it so far, before serving (a long log in several rounds).
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while app.store.catch_up().await.is_err() {
+            if std::time::Instant::now() > until {
+                anyhow::bail!("Redis (--redis) did not give the data's changes within 30 s");
+            }
+        }
+        Ok(app)
     }
 
     /// An in-memory server; one on Redis is built by [`App::start`], which connects first.
@@ -185,6 +203,13 @@ impl App {
                 Ok((*t, Validator::new(&schema).map_err(anyhow::Error::msg)?))
             })
             .collect::<anyhow::Result<_>>()?;
+        let clock = Arc::new(Clock::default());
+        let store = match &redis {
+            Some(redis) => {
+                Store::shared(&config.dataset, config.synthetic_orders, redis.clone(), clock.clone())
+            }
+            None => Store::new(&config.dataset, config.synthetic_orders),
+        };
         let (idempotency, rate): (Arc<dyn IdempotencyStore>, Arc<dyn RateLimiter>) = match redis {
             Some(redis) => (redis.clone(), redis),
             None if config.redis_url.is_some() => anyhow::bail!("a server on Redis is built by App::start"),
@@ -196,8 +221,8 @@ impl App {
         let reporter =
             crate::reporting::Reporter::new(config.sentry_dsn.as_deref(), defects.reports_arguments())?;
         Ok(App {
-            store: Store::new(&config.dataset, config.synthetic_orders),
-            clock: Arc::new(Clock::default()),
+            store,
+            clock,
             idempotency,
             keys: KeyHasher::new(&secret),
             rate,
@@ -211,6 +236,7 @@ impl App {
             variants,
             reporter,
             inputs,
+            control_seen: std::sync::Mutex::new((String::new(), 0)),
             config,
         })
     }
@@ -240,16 +266,86 @@ impl App {
         *self.deadlines.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Back to the state at start: data, keys, windows, faults, deadlines, clock.
-    pub async fn reset(&self) {
-        self.store.reset(&self.config.dataset, self.config.synthetic_orders);
+    /// On Redis, the faults and deadlines the control API last set through any replica, once the
+    /// store caught up with them; nothing to do when they did not change.
+    pub fn sync_control(&self) {
+        let mut seen = self.control_seen.lock().unwrap_or_else(|e| e.into_inner());
+        let (held, fields) = {
+            let data = self.store.read();
+            let held = (data.position.lineage.clone(), data.position.control_version);
+            // A version already applied (in the lineage it belongs to: a Redis that lost its
+            // data counts its versions again): nothing to do, nothing copied.
+            if held.0 == seen.0 && held.1 <= seen.1 {
+                return;
+            }
+            (held, data.control.clone())
+        };
+        let (mut faults, mut deadlines) = (Vec::new(), self.config.deadlines);
+        for (field, value) in &fields {
+            let ms = value.parse().ok();
+            match (field.strip_prefix("fault:"), field.as_str(), ms) {
+                (Some(_), _, _) => faults.extend(serde_json::from_str::<Fault>(value).ok()),
+                (None, "read_ms", Some(ms)) => deadlines.read_ms = ms,
+                (None, "analytics_ms", Some(ms)) => deadlines.analytics_ms = ms,
+                (None, "write_ms", Some(ms)) => deadlines.write_ms = ms,
+                // Written by another version of the server: not this one's to apply.
+                _ => {}
+            }
+        }
+        self.faults.replace(faults);
+        *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = deadlines;
+        *seen = held;
+    }
+
+    /// Injects a fault (replacing that tool's): here, and on Redis for every replica. Err: Redis
+    /// did not answer, nothing changed.
+    pub async fn set_fault(&self, fault: Fault) -> Result<(), StoreError> {
+        let json = serde_json::to_string(&fault).map_err(|_| StoreError)?;
+        self.store.set_control(false, &[(format!("fault:{}", fault.tool), json)]).await?;
+        self.faults.set(fault);
+        Ok(())
+    }
+
+    /// Removes every fault: here, and on Redis for every replica.
+    pub async fn clear_faults(&self) -> Result<(), StoreError> {
+        self.store.set_control(true, &[]).await?;
+        self.faults.clear();
+        Ok(())
+    }
+
+    /// Changes the deadlines given (the others stay): here, and on Redis for every replica.
+    pub async fn set_deadlines(
+        &self,
+        read_ms: Option<u64>,
+        analytics_ms: Option<u64>,
+        write_ms: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let given = [("read_ms", read_ms), ("analytics_ms", analytics_ms), ("write_ms", write_ms)];
+        let fields: Vec<_> =
+            given.iter().filter_map(|(name, ms)| ms.map(|ms| ((*name).to_owned(), ms.to_string()))).collect();
+        self.store.set_control(false, &fields).await?;
+        let mut d = self.deadlines.write().unwrap_or_else(|e| e.into_inner());
+        d.read_ms = read_ms.unwrap_or(d.read_ms);
+        d.analytics_ms = analytics_ms.unwrap_or(d.analytics_ms);
+        d.write_ms = write_ms.unwrap_or(d.write_ms);
+        Ok(())
+    }
+
+    /// Back to the state at start: data, keys, windows, faults, deadlines, clock. On Redis the
+    /// data and the clock go back for every replica; Err: Redis did not answer (the data is as
+    /// it was; this replica's faults, deadlines and windows are reset all the same).
+    pub async fn reset(&self) -> Result<(), StoreError> {
+        let data = self.store.reset().await;
         // A shared store that is down keeps its keys; the rest of the reset still applies.
         let _ = self.idempotency.clear().await;
         let _ = self.rate.clear().await;
         self.faults.clear();
         *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = self.config.deadlines;
         self.oauth.clear_windows();
-        self.clock.reset();
+        if data.is_ok() {
+            self.clock.reset();
+        }
+        data
     }
 }
 

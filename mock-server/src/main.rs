@@ -80,11 +80,16 @@ struct Cli {
     /// OAuth client registrations per minute per peer address.
     #[arg(long, value_name = "N", default_value_t = mock_server::dev::oauth::OAuthLimits::default().registrations_per_minute)]
     registrations_per_minute: u32,
-    /// Keep idempotency keys and rate windows in Redis (e.g. redis://127.0.0.1:6379), shared by
-    /// every replica started with the same URL, namespace and --secret (or none); the data is not shared
-    /// (README, "Replicas on Redis"). Redis must answer at start.
-    #[arg(long, env = "CHATAIGNE_REDIS")]
+    /// Keep the data's changes, the clock, idempotency keys and rate windows in Redis (e.g.
+    /// redis://127.0.0.1:6379), shared by every replica started with the same URL, namespace and
+    /// --secret (or none), which then answer as one server (README, "Replicas on Redis"). Redis
+    /// must answer at start.
+    #[arg(long, env = "CHATAIGNE_REDIS", conflicts_with = "redis_cluster")]
     redis: Option<String>,
+    /// The same on a Redis Cluster: some of its nodes, comma-separated
+    /// (redis://10.0.0.1:7000,redis://10.0.0.2:7000); a namespace lives in one hash slot.
+    #[arg(long, env = "CHATAIGNE_REDIS_CLUSTER", value_name = "URL[,URL...]")]
+    redis_cluster: Option<String>,
     #[arg(long, default_value = "chataigne")]
     redis_namespace: String,
     /// Do not serve the development OAuth authorization server (static tokens only).
@@ -207,7 +212,8 @@ fn main() -> anyhow::Result<()> {
         },
         secret: cli.secret.clone(),
         auth_server: !cli.no_auth_server,
-        redis_url: cli.redis.clone(),
+        redis_url: cli.redis.clone().or_else(|| cli.redis_cluster.clone()),
+        redis_cluster: cli.redis_cluster.is_some(),
         redis_namespace: cli.redis_namespace.clone(),
         synthetic_orders: cli.synthetic_orders,
         sentry_dsn: cli.sentry_dsn.clone(),

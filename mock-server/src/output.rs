@@ -11,13 +11,23 @@ pub struct Output {
     pub next_cursor: Option<String>,
     pub truncated: bool,
     pub replayed: bool,
+    /// A keyed write's result was stored with its effect (one step on Redis): the pipeline
+    /// need not store it again.
+    pub stored: bool,
     /// The short text a person reads (ENV-1); at most 4 KiB (ENV-3).
     pub summary: String,
 }
 
 impl Output {
     pub fn new(data: Value, summary: impl Into<String>) -> Output {
-        Output { data, next_cursor: None, truncated: false, replayed: false, summary: summary.into() }
+        Output {
+            data,
+            next_cursor: None,
+            truncated: false,
+            replayed: false,
+            stored: false,
+            summary: summary.into(),
+        }
     }
 
     /// The stored result of a keyed write, replayed (IDEM-2).

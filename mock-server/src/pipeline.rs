@@ -16,7 +16,8 @@ use serde_json::Value;
 use crate::app::App;
 use crate::auth::Principal;
 use crate::error::ToolError;
-use crate::state::idempotency::{Claim, Fingerprint, Owner, RUNNING_TTL, Slot, StoreError};
+pub use crate::state::idempotency::Owned;
+use crate::state::idempotency::{Claim, Owner, RUNNING_TTL, StoreError};
 use crate::state::ratelimit::RateKey;
 use crate::tools::{self, Call, Output};
 
@@ -42,6 +43,14 @@ pub async fn call(
 }
 
 async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Value) -> Outcome {
+    // On Redis, the changes other replicas made first (and the shared clock): every step reads
+    // the data as the whole deployment has it. Not answered: reads are served from this
+    // replica's data as it is, writes refused below, before any effect. In memory, nothing.
+    let current = !app.store.is_shared() || app.store.catch_up().await.is_ok();
+    if app.store.is_shared() {
+        // The faults and deadlines set through any replica's control API.
+        app.sync_control();
+    }
     // 3. Rate limit: every call that names a real tool counts, failed ones too (LIM-2).
     rate_limit(app, principal, tool).await?;
     if app.variants.access_before_schema() && tools::target_readable(tool, &args) {
@@ -55,13 +64,17 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
         // 5–7. Scope, membership, role.
         authorize(app, principal, tool, &args)?;
     }
-    let call = Call { app: app.clone(), tool, args, principal: principal.clone() };
+    if !current && tool.kind().is_write() {
+        return Err(ErrorCode::DependencyUnavailable.into());
+    }
+    let mut call = Call::new(app.clone(), tool, args, principal.clone());
     // 8. Idempotency: a replay returns here, after authorization (IDEM-7).
     let claim = match claim(&call).await {
         Ok(claim) => claim,
         Err(ClaimEnd::Replay(data)) => return Ok(app.defects.replayed(Output::replayed(tool, data))),
         Err(ClaimEnd::Refused(error)) => return Err(error),
     };
+    call.keyed = claim;
     // 9. Preconditions (PRE-1..3), against the state as observed now.
     if let Err(e) = tools::check_preconditions(&call) {
         if let Some(owned) = claim {
@@ -145,14 +158,6 @@ fn check_role(app: &App, tool: ToolName, role: Option<Role>) -> Result<(), ToolE
     }
 }
 
-/// A key this call now owns.
-#[derive(Debug, Clone, Copy)]
-pub struct Owned {
-    pub slot: Slot,
-    pub fingerprint: Fingerprint,
-    pub owner: Owner,
-}
-
 enum ClaimEnd {
     Replay(Value),
     Refused(ToolError),
@@ -205,9 +210,13 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         pause(fault.latency_ms).await;
         let outcome = match fault.error {
             Some(error) => Err(ToolError::new(error.raise())),
-            None => tools::run(&call),
+            // A read is answered without a further await (the in-memory path stays as it was).
+            None if !kind.is_write() => tools::read(&call),
+            None => tools::run(&call).await,
         };
         match (&outcome, guard.owned.take()) {
+            // Stored with its effect, in one step (Redis): nothing left to store.
+            (Ok(output), Some(_)) if output.stored => {}
             (Ok(output), Some(owned)) => store_success(&call.app, owned, &output.data).await,
             (Err(_), Some(owned)) => release(&call.app, owned).await,
             (_, None) => {}

@@ -650,15 +650,17 @@ impl Reference {
 
     /// The reference's order `oid` of `rid` now in `status`: the target's state as observed.
     fn seed_order(&self, rid: &str, oid: &str, status: &str) -> bool {
-        let mut data = self.app.store.write();
-        let status = data.interner.intern(status);
-        match data.order_mut(rid, oid) {
-            Some((_, row)) => {
-                row.status = status;
-                true
-            }
-            None => false,
-        }
+        let Some(updated_at) = self.app.store.read().order(rid, oid).map(|o| o.row.updated_at.to_string())
+        else {
+            return false;
+        };
+        self.app.store.apply_here(&mock_server::state::store::Change::OrderStatus {
+            restaurant_id: rid.to_owned(),
+            order_id: oid.to_owned(),
+            status: status.to_owned(),
+            updated_at,
+        });
+        true
     }
 
     #[allow(clippy::too_many_arguments)]

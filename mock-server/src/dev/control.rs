@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::dev::faults::Fault;
+use crate::output::Output;
+use crate::state::store::{Change, Failed, Planned};
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -58,12 +60,21 @@ async fn capabilities() -> Json<Value> {
     Json(json!({ "capabilities": ["reset", "clock", "faults", "deadlines", "memberships", "orders"] }))
 }
 
+/// 503 when the data is shared and Redis did not answer: the data is as it was.
 async fn reset(State(app): State<Arc<App>>) -> StatusCode {
-    app.reset().await;
-    StatusCode::NO_CONTENT
+    match app.reset().await {
+        Ok(()) => StatusCode::NO_CONTENT,
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
 }
 
 async fn clock(State(app): State<Arc<App>>) -> Json<Value> {
+    // On Redis, the clock every replica shares (as this one last saw it, if Redis is down).
+    let _ = app.store.catch_up().await;
+    now(&app)
+}
+
+fn now(app: &App) -> Json<Value> {
     Json(
         json!({ "now": app.clock.now_timestamp(), "now_ms": app.clock.now_ms(), "offset_ms": app.clock.offset_ms() }),
     )
@@ -78,33 +89,53 @@ struct Advance {
     ms: i64,
 }
 
-/// 400 for a move backward or past ten years ahead in all (the offset would wrap negative).
+/// 400 for a move backward or past ten years ahead in all (the offset would wrap negative); on
+/// Redis the clock moves for every replica, and 503 when Redis did not answer (it did not move).
 async fn advance(State(app): State<Arc<App>>, Json(by): Json<Advance>) -> Response {
-    let ms = by.seconds.checked_mul(1000).and_then(|s| s.checked_add(by.ms));
-    match ms.ok_or(crate::state::clock::Advance::TooFar).and_then(|ms| app.clock.advance_ms(ms)) {
-        Ok(_) => clock(State(app)).await.into_response(),
-        Err(refused) => (StatusCode::BAD_REQUEST, refused.to_string()).into_response(),
+    let Some(ms) = by.seconds.checked_mul(1000).and_then(|s| s.checked_add(by.ms)) else {
+        return (StatusCode::BAD_REQUEST, crate::state::clock::Advance::TooFar.to_string()).into_response();
+    };
+    match app.store.advance_clock(&app.clock, ms).await {
+        Ok(Ok(_)) => now(&app).into_response(),
+        Ok(Err(refused)) => (StatusCode::BAD_REQUEST, refused.to_string()).into_response(),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    }
+}
+
+/// On Redis, the faults and deadlines as every replica shares them (as this one last saw them,
+/// if Redis is down).
+async fn synced(app: &App) {
+    if app.store.is_shared() {
+        let _ = app.store.catch_up().await;
+        app.sync_control();
     }
 }
 
 async fn list_faults(State(app): State<Arc<App>>) -> Json<Value> {
+    synced(&app).await;
     Json(json!({ "faults": app.faults.list() }))
 }
 
+/// On Redis for every replica; 503 when Redis did not answer (nothing changed).
 async fn set_fault(State(app): State<Arc<App>>, Json(fault): Json<Fault>) -> Response {
     if chataigne_contract::ToolName::parse(&fault.tool).is_none() {
         return (StatusCode::BAD_REQUEST, "unknown tool").into_response();
     }
-    app.faults.set(fault);
-    list_faults(State(app)).await.into_response()
+    match app.set_fault(fault).await {
+        Ok(()) => Json(json!({ "faults": app.faults.list() })).into_response(),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    }
 }
 
 async fn clear_faults(State(app): State<Arc<App>>) -> StatusCode {
-    app.faults.clear();
-    StatusCode::NO_CONTENT
+    match app.clear_faults().await {
+        Ok(()) => StatusCode::NO_CONTENT,
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
 }
 
 async fn deadlines(State(app): State<Arc<App>>) -> Json<Value> {
+    synced(&app).await;
     Json(json!(app.deadlines()))
 }
 
@@ -116,14 +147,11 @@ struct DeadlinePatch {
     write_ms: Option<u64>,
 }
 
-async fn set_deadlines(State(app): State<Arc<App>>, Json(patch): Json<DeadlinePatch>) -> Json<Value> {
-    {
-        let mut d = app.deadlines.write().unwrap_or_else(|e| e.into_inner());
-        d.read_ms = patch.read_ms.unwrap_or(d.read_ms);
-        d.analytics_ms = patch.analytics_ms.unwrap_or(d.analytics_ms);
-        d.write_ms = patch.write_ms.unwrap_or(d.write_ms);
+async fn set_deadlines(State(app): State<Arc<App>>, Json(patch): Json<DeadlinePatch>) -> Response {
+    match app.set_deadlines(patch.read_ms, patch.analytics_ms, patch.write_ms).await {
+        Ok(()) => Json(json!(app.deadlines())).into_response(),
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
     }
-    deadlines(State(app)).await
 }
 
 #[derive(Deserialize)]
@@ -133,26 +161,40 @@ struct MembershipRef {
     organization_id: String,
 }
 
-fn set_revoked(app: &App, m: &MembershipRef, revoked: bool) -> StatusCode {
-    let mut data = app.store.write();
-    let mut found = false;
-    for membership in data
-        .memberships
-        .iter_mut()
-        .filter(|x| x.user_id == m.user_id && x.organization_id == m.organization_id)
-    {
-        membership.revoked = revoked;
-        found = true;
+async fn set_revoked(app: &App, m: MembershipRef, revoked: bool) -> StatusCode {
+    let change = Change::Membership { user_id: m.user_id, organization_id: m.organization_id, revoked };
+    let planned = app
+        .store
+        .commit(None, |data| match &change {
+            Change::Membership { user_id, organization_id, .. }
+                if data.has_membership(user_id, organization_id) =>
+            {
+                Ok(Planned { change: change.clone(), output: Output::new(Value::Null, "") })
+            }
+            _ => Err(StatusCode::NOT_FOUND),
+        })
+        .await;
+    match planned {
+        Ok(_) => StatusCode::NO_CONTENT,
+        Err(failed) => refused(failed),
     }
-    if found { StatusCode::NO_CONTENT } else { StatusCode::NOT_FOUND }
+}
+
+/// The status of a change the store did not make (or may have made).
+fn refused(failed: Failed<StatusCode>) -> StatusCode {
+    match failed {
+        Failed::Refused(status) => status,
+        Failed::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Failed::Unknown => StatusCode::GATEWAY_TIMEOUT,
+    }
 }
 
 async fn revoke(State(app): State<Arc<App>>, Json(m): Json<MembershipRef>) -> StatusCode {
-    set_revoked(&app, &m, true)
+    set_revoked(&app, m, true).await
 }
 
 async fn restore(State(app): State<Arc<App>>, Json(m): Json<MembershipRef>) -> StatusCode {
-    set_revoked(&app, &m, false)
+    set_revoked(&app, m, false).await
 }
 
 #[derive(Deserialize)]
@@ -177,10 +219,18 @@ async fn new_order(State(app): State<Arc<App>>, Json(req): Json<NewOrder>) -> Re
         created_at: now.clone(),
         updated_at: now,
     };
-    let mut data = app.store.write();
-    if data.restaurant(&req.restaurant_id).is_none() {
-        return StatusCode::NOT_FOUND.into_response();
+    let planned = app
+        .store
+        .commit(None, |data| match data.restaurant(&order.restaurant_id) {
+            Some(_) => Ok(Planned {
+                change: Change::Order { order: order.clone() },
+                output: Output::new(json!(order), ""),
+            }),
+            None => Err(StatusCode::NOT_FOUND),
+        })
+        .await;
+    match planned {
+        Ok(output) => (StatusCode::CREATED, Json(output.data)).into_response(),
+        Err(failed) => refused(failed).into_response(),
     }
-    data.insert_order(order.clone());
-    (StatusCode::CREATED, Json(json!(order))).into_response()
 }

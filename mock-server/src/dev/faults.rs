@@ -65,6 +65,12 @@ impl Faults {
     pub fn clear(&self) {
         self.by_tool.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
+
+    /// Every fault replaced by these (the settings shared on Redis).
+    pub fn replace(&self, faults: Vec<Fault>) {
+        *self.by_tool.lock().unwrap_or_else(|e| e.into_inner()) =
+            faults.into_iter().map(|f| (f.tool.clone(), f)).collect();
+    }
 }
 
 /// Deadlines in milliseconds (LIM-4).

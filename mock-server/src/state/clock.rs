@@ -50,6 +50,16 @@ impl Clock {
         self.offset_ms.load(Ordering::Relaxed)
     }
 
+    /// The shared clock's offset, as Redis holds it (a reset may move it back to 0).
+    pub fn set_offset(&self, ms: i64) {
+        self.offset_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// The shared clock's offset, unless this clock is ahead already (an older answer).
+    pub fn raise_offset(&self, ms: i64) {
+        self.offset_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
     pub fn reset(&self) {
         self.offset_ms.store(0, Ordering::Relaxed);
     }

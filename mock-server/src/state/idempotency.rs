@@ -19,6 +19,22 @@ pub type Fingerprint = [u8; 32];
 /// (a claim the store made after its caller gave up must not outlive a release sent for it).
 pub type Owner = u64;
 
+/// A key a call now owns: its slot, the fingerprint of its arguments, and the claim's owner.
+#[derive(Debug, Clone, Copy)]
+pub struct Owned {
+    pub slot: Slot,
+    pub fingerprint: Fingerprint,
+    pub owner: Owner,
+}
+
+/// A keyed write's claim, to complete with its result at `now_ms` (the server's clock, as the
+/// defects adjust it) in the same step as its effect, where the store can (Redis).
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    pub owned: Owned,
+    pub now_ms: i64,
+}
+
 /// What a call finds under its key.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {

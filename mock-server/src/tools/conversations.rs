@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Call, Output, in_order, start, take_page, to_json};
 use crate::error::ToolError;
-use crate::state::store::Data;
+use crate::state::store::{Change, Data, Planned};
 
 fn view(data: &Data, c: &Conversation) -> Value {
     json!({
@@ -46,23 +46,24 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
     Ok(out)
 }
 
-pub fn send_message(call: &Call) -> Result<Output, ToolError> {
-    let rid = call.restaurant_id()?;
-    let mut data = call.app.store.write();
-    let c = (call.app.defects)
-        .conversation(&data, rid, call.req("conversation_id")?)
-        .ok_or(ErrorCode::ResourceNotFound)?;
-    let message = Message {
-        id: super::new_id("msg"),
-        conversation_id: c.id.clone(),
-        direction: "outbound".into(),
-        text: call.req("text")?.to_owned(),
-        sent_at: call.app.clock.now_timestamp(),
-    };
-    data.insert_message(message.clone());
-    // The summary names the message, never its text (SEC-1).
-    Ok(Output::new(
-        json!({ "message": message }),
-        format!("Sent message {} in {}", message.id, message.conversation_id),
-    ))
+pub async fn send_message(call: &Call) -> Result<Output, ToolError> {
+    let (rid, cid, text) = (call.restaurant_id()?, call.req("conversation_id")?, call.req("text")?);
+    let (id, sent_at) = (super::new_id("msg"), call.app.clock.now_timestamp());
+    super::commit(call, |data| {
+        let c = call.app.defects.conversation(data, rid, cid).ok_or(ErrorCode::ResourceNotFound)?;
+        let message = Message {
+            id: id.clone(),
+            conversation_id: c.id.clone(),
+            direction: "outbound".into(),
+            text: text.to_owned(),
+            sent_at: sent_at.clone(),
+        };
+        // The summary names the message, never its text (SEC-1).
+        let output = Output::new(
+            json!({ "message": message }),
+            format!("Sent message {} in {}", message.id, message.conversation_id),
+        );
+        Ok(Planned { change: Change::Message { message }, output })
+    })
+    .await
 }

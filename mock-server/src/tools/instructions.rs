@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::{Call, Output, in_order, page_output, start, take_page, to_json};
 use crate::error::ToolError;
+use crate::state::store::{Change, Planned};
 
 pub fn list(call: &Call) -> Result<Output, ToolError> {
     let data = call.app.store.read();
@@ -19,7 +20,7 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     Ok(page_output(call, "instructions", page, &format!("instructions of {rid}")))
 }
 
-pub fn create(call: &Call) -> Result<Output, ToolError> {
+pub async fn create(call: &Call) -> Result<Output, ToolError> {
     let instruction = Instruction {
         id: super::new_id("ins"),
         restaurant_id: call.restaurant_id()?.to_owned(),
@@ -27,6 +28,12 @@ pub fn create(call: &Call) -> Result<Output, ToolError> {
         created_by: call.principal.user_id.clone(),
         created_at: call.app.clock.now_timestamp(),
     };
-    call.app.store.write().insert_instruction(instruction.clone());
-    Ok(Output::new(json!({ "instruction": instruction }), format!("Created instruction {}", instruction.id)))
+    super::commit(call, |_| {
+        let output = Output::new(
+            json!({ "instruction": instruction }),
+            format!("Created instruction {}", instruction.id),
+        );
+        Ok(Planned { change: Change::Instruction { instruction: instruction.clone() }, output })
+    })
+    .await
 }

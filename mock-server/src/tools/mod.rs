@@ -21,7 +21,8 @@ use crate::app::App;
 use crate::auth::Principal;
 use crate::error::ToolError;
 pub use crate::output::Output;
-use crate::state::store::Key;
+use crate::state::idempotency::{Completion, Owned};
+use crate::state::store::{Data, Failed, Key, Planned};
 use crate::tools::cursor::Binding;
 
 /// A call that passed authentication, rate limit, schema, scope, membership and role.
@@ -31,9 +32,15 @@ pub struct Call {
     pub tool: ToolName,
     pub args: Value,
     pub principal: Principal,
+    /// The idempotency key this call owns, when keyed (set by the pipeline once claimed).
+    pub keyed: Option<Owned>,
 }
 
 impl Call {
+    pub fn new(app: Arc<App>, tool: ToolName, args: Value, principal: Principal) -> Call {
+        Call { app, tool, args, principal, keyed: None }
+    }
+
     pub fn str(&self, name: &str) -> Option<&str> {
         self.args.get(name).and_then(Value::as_str)
     }
@@ -121,27 +128,54 @@ pub fn check_preconditions(call: &Call) -> Result<(), ToolError> {
 }
 
 /// Step 10: the effect or the read itself.
-pub fn run(call: &Call) -> Result<Output, ToolError> {
+pub async fn run(call: &Call) -> Result<Output, ToolError> {
+    use ToolName::*;
+    match call.tool {
+        CreateOrganization => organizations::create(call).await,
+        SetRestaurantStatus => restaurants::set_status(call).await,
+        CreateRestaurant => restaurants::create(call).await,
+        UpdateOrderStatus => orders::update_status(call).await,
+        SendMessage => conversations::send_message(call).await,
+        CreateInstruction => instructions::create(call).await,
+        _ => read(call),
+    }
+}
+
+/// A read tool's answer, on the data as it is: no await, nothing shared asked.
+pub fn read(call: &Call) -> Result<Output, ToolError> {
     use ToolName::*;
     match call.tool {
         ListOrganizations => organizations::list(call),
-        CreateOrganization => organizations::create(call),
         ListRestaurants => restaurants::list(call),
         GetRestaurant => restaurants::get(call),
-        SetRestaurantStatus => restaurants::set_status(call),
-        CreateRestaurant => restaurants::create(call),
         ListOrders => orders::list(call),
         GetOrder => orders::get(call),
-        UpdateOrderStatus => orders::update_status(call),
         ListConversations => conversations::list(call),
         GetConversation => conversations::get(call),
-        SendMessage => conversations::send_message(call),
         SearchTranscripts => transcripts::search(call),
         GetTranscript => transcripts::get(call),
         ListInstructions => instructions::list(call),
-        CreateInstruction => instructions::create(call),
         GetAnalytics => analytics::get(call),
+        // A write is no read: `run` takes it.
+        CreateOrganization | SetRestaurantStatus | CreateRestaurant | UpdateOrderStatus | SendMessage
+        | CreateInstruction => Err(ErrorCode::InternalError.into()),
     }
+}
+
+/// A write: its change planned on the data as it is and made, with its claim's result stored
+/// alongside when the store can (Redis).
+pub async fn commit(
+    call: &Call,
+    plan: impl Fn(&Data) -> Result<Planned, ToolError>,
+) -> Result<Output, ToolError> {
+    let app = &call.app;
+    let keyed =
+        call.keyed.map(|owned| Completion { owned, now_ms: app.defects.idempotency_now(app.clock.now_ms()) });
+    app.store.commit(keyed, plan).await.map_err(|failed| match failed {
+        Failed::Refused(error) => error,
+        Failed::Unavailable => ErrorCode::DependencyUnavailable.into(),
+        Failed::Unknown => ErrorCode::OutcomeUnknown.into(),
+    })
 }
 
 /// Room kept for the envelope around the items (meta, cursor, keys).

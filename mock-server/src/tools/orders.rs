@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Call, Output, in_order, page_output, start, take_page, to_json};
 use crate::error::ToolError;
-use crate::state::store::OrderRef;
+use crate::state::store::{Change, OrderRef, Planned};
 
 pub fn validate(args: &Value) -> Result<(), ToolError> {
     let ts = |name| args.get(name).and_then(Value::as_str).map(time::parse_timestamp);
@@ -84,25 +84,32 @@ pub fn check_transition(call: &Call) -> Result<(), ToolError> {
     Ok(())
 }
 
-pub fn update_status(call: &Call) -> Result<Output, ToolError> {
+pub async fn update_status(call: &Call) -> Result<Output, ToolError> {
     let (expected, target) = (call.req("expected_status")?, call.req("status")?);
     let now = call.app.clock.now_timestamp();
     let defects = &call.app.defects;
-    let oid = call.req("order_id")?;
-    let mut data = call.app.store.write();
-    let rid = defects.order_owner(&data, call.restaurant_id()?, oid).ok_or(ErrorCode::ResourceNotFound)?;
-    let status = data.interner.intern(target);
-    let (key, row) = data.order_mut(&rid, oid).ok_or(ErrorCode::ResourceNotFound)?;
-    // Compare-and-set: the check passed, but another operator may have won since (PRE-4).
-    if *row.status != *expected && !defects.no_compare_and_set() {
-        return Err(ErrorCode::OrderStatusPreconditionFailed.into());
-    }
-    defects.order_updated(oid, &row.status);
-    row.status = status;
-    row.updated_at = now.into();
-    let o = OrderRef { restaurant_id: &rid, key, row };
-    let out = Output::new(json!({ "order": o }), format!("Order {} is now {}", o.id(), o.row.status));
-    Ok(call.app.variants.order_output(out))
+    let (rid, oid) = (call.restaurant_id()?, call.req("order_id")?);
+    super::commit(call, |data| {
+        let owner = defects.order_owner(data, rid, oid).ok_or(ErrorCode::ResourceNotFound)?;
+        let o = data.order(&owner, oid).ok_or(ErrorCode::ResourceNotFound)?;
+        // Compare-and-set: the check passed, but another operator may have won since (PRE-4).
+        if *o.row.status != *expected && !defects.no_compare_and_set() {
+            return Err(ErrorCode::OrderStatusPreconditionFailed.into());
+        }
+        defects.order_updated(oid, &o.row.status);
+        let mut order = to_json(&o);
+        order["status"] = target.into();
+        order["updated_at"] = now.as_str().into();
+        let out = Output::new(json!({ "order": order }), format!("Order {oid} is now {target}"));
+        let change = Change::OrderStatus {
+            restaurant_id: owner,
+            order_id: oid.to_owned(),
+            status: target.to_owned(),
+            updated_at: now.clone(),
+        };
+        Ok(Planned { change, output: call.app.variants.order_output(out) })
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -2,11 +2,12 @@
 //! becomes its owner).
 
 use chataigne_contract::Role;
-use chataigne_contract::dataset::{Membership, Organization};
+use chataigne_contract::dataset::Organization;
 use serde_json::{Value, json};
 
 use super::{Call, Output, in_order, page_output, start, take_page};
 use crate::error::ToolError;
+use crate::state::store::{Change, Planned};
 
 fn view(o: &Organization, role: Role) -> Value {
     json!({ "id": o.id, "name": o.name, "role": role, "created_at": o.created_at })
@@ -22,23 +23,20 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
     Ok(page_output(call, "organizations", page, "organizations"))
 }
 
-pub fn create(call: &Call) -> Result<Output, ToolError> {
+pub async fn create(call: &Call) -> Result<Output, ToolError> {
     let org = Organization {
         id: super::new_id("org"),
         name: call.req("name")?.to_owned(),
         created_at: call.app.clock.now_timestamp(),
     };
-    let mut data = call.app.store.write();
-    data.memberships.push(Membership {
-        user_id: call.principal.user_id.clone(),
-        organization_id: org.id.clone(),
-        role: Role::Owner,
-        restaurant_ids: None,
-        revoked: false,
-    });
-    data.insert_organization(org.clone());
-    Ok(Output::new(
-        json!({ "organization": view(&org, Role::Owner) }),
-        format!("Created organization {}", org.id),
-    ))
+    super::commit(call, |_| {
+        let output = Output::new(
+            json!({ "organization": view(&org, Role::Owner) }),
+            format!("Created organization {}", org.id),
+        );
+        let change =
+            Change::Organization { organization: org.clone(), owner: call.principal.user_id.clone() };
+        Ok(Planned { change, output })
+    })
+    .await
 }

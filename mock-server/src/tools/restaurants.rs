@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::{Call, Output, in_order, page_output, start, take_page, to_json};
 use crate::error::ToolError;
+use crate::state::store::{Change, Planned};
 
 pub fn list(call: &Call) -> Result<Output, ToolError> {
     let data = call.app.store.read();
@@ -37,20 +38,24 @@ pub fn check_status(call: &Call) -> Result<(), ToolError> {
     Ok(())
 }
 
-pub fn set_status(call: &Call) -> Result<Output, ToolError> {
+pub async fn set_status(call: &Call) -> Result<Output, ToolError> {
     let (expected, status) = (call.req("expected_status")?, call.req("status")?);
-    let mut data = call.app.store.write();
-    let r = data.restaurant_mut(call.restaurant_id()?).ok_or(ErrorCode::ResourceForbidden)?;
-    // Compare-and-set: another operator may have changed it since the check (PRE-4).
-    if r.status != expected && !call.app.defects.no_compare_and_set() {
-        return Err(ErrorCode::OrderStatusPreconditionFailed.into());
-    }
-    r.status = status.to_owned();
-    let r = r.clone();
-    Ok(Output::new(json!({ "restaurant": r }), format!("Restaurant {} is now {}", r.id, r.status)))
+    let rid = call.restaurant_id()?;
+    super::commit(call, |data| {
+        let r = data.restaurant(rid).ok_or(ErrorCode::ResourceForbidden)?;
+        // Compare-and-set: another operator may have changed it since the check (PRE-4).
+        if r.status != expected && !call.app.defects.no_compare_and_set() {
+            return Err(ErrorCode::OrderStatusPreconditionFailed.into());
+        }
+        let r = Restaurant { status: status.to_owned(), ..r.clone() };
+        let change = Change::RestaurantStatus { restaurant_id: r.id.clone(), status: r.status.clone() };
+        let summary = format!("Restaurant {} is now {}", r.id, r.status);
+        Ok(Planned { change, output: Output::new(json!({ "restaurant": r }), summary) })
+    })
+    .await
 }
 
-pub fn create(call: &Call) -> Result<Output, ToolError> {
+pub async fn create(call: &Call) -> Result<Output, ToolError> {
     let r = Restaurant {
         id: super::new_id("rst"),
         organization_id: call.req("organization_id")?.to_owned(),
@@ -59,6 +64,9 @@ pub fn create(call: &Call) -> Result<Output, ToolError> {
         timezone: call.req("timezone")?.to_owned(),
         created_at: call.app.clock.now_timestamp(),
     };
-    call.app.store.write().insert_restaurant(r.clone());
-    Ok(Output::new(json!({ "restaurant": r }), format!("Created restaurant {}", r.id)))
+    super::commit(call, |_| {
+        let output = Output::new(json!({ "restaurant": r }), format!("Created restaurant {}", r.id));
+        Ok(Planned { change: Change::Restaurant { restaurant: r.clone() }, output })
+    })
+    .await
 }

@@ -1,13 +1,21 @@
-//! Shared state on Redis (`--redis URL`): the idempotency store and the rate limiter, shared by
-//! replicas (the dataset store is not: README, "Redis"). Same semantics as in memory: each
-//! operation is one Lua script (atomic), keys are HMAC slots or hashes — never a raw idempotency
-//! key — and retention and windows follow the server's clock, passed in, not Redis's.
+//! Shared state on Redis (`--redis URL`, or `--redis-cluster URL,...`): the idempotency store,
+//! the rate limiter, and the data's change log with the clock (`log`), shared by replicas. Same
+//! semantics as in memory: each operation is one Lua script (atomic), keys are HMAC slots or
+//! hashes — never a raw idempotency key — and retention and windows follow the server's clock,
+//! passed in, not Redis's. Every key of a namespace carries the hash tag `{<namespace>}`, so a
+//! script's keys are in one slot on a Redis Cluster too.
 //!
 //! Redis never holds the server up: one multiplexed async connection (`ConnectionManager`, which
 //! reconnects on its own), every call bounded by [`TIMEOUT`], and once a call has failed Redis is
 //! left alone for [`COOLDOWN`] (calls fail at once) but for one probe at a time. A Redis that lost
-//! its data is noticed through the marker `<namespace>:epoch` (see `CLAIM`; docs/DECISIONS.md).
-//! Replicas started without `--secret` share the one kept at `<namespace>:secret`.
+//! its data is noticed through the marker `{<namespace>}:epoch` (see `CLAIM`; docs/DECISIONS.md).
+//! Replicas started without `--secret` share the one kept at `{<namespace>}:secret`. Each replica
+//! beats in `{<namespace>}:alive`: a running claim whose replica stopped beating (killed mid-call)
+//! is taken over instead of blocking its key until it expires.
+
+mod log;
+
+pub use log::{Appended, Batch, Unsent, entry, split};
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -41,9 +49,16 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(5);
 #[cfg(target_os = "linux")]
 const TCP_USER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// KEYS: the key's record, the epoch marker. ARGV: fingerprint, now, retention, running TTL,
-/// owner, the epoch this replica knows, a new epoch id, the end of a refusal starting now.
+/// KEYS: the key's record, the epoch marker, the replicas' beats. ARGV: fingerprint, now,
+/// retention, running TTL, owner, the epoch this replica knows, a new epoch id, the end of a
+/// refusal starting now, this replica's id.
 const CLAIM: &str = r"
+local function alive(replica)
+  if not replica then return true end
+  local beat = tonumber(redis.call('HGET', KEYS[3], replica) or '0')
+  local t = redis.call('TIME')
+  return beat > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local epoch = redis.call('HGET', KEYS[2], 'id')
 if epoch ~= ARGV[6] then
   if not epoch then
@@ -63,12 +78,14 @@ local e = redis.call('HMGET', KEYS[1], 's', 'f', 'at', 'd')
 if e[1] == 'done' and (tonumber(ARGV[2]) - tonumber(e[3])) < tonumber(ARGV[3]) then
   if e[2] == ARGV[1] then return {'replay', e[4]} end
   return {'mismatch', ''}
-elseif e[1] == 'running' then
+elseif e[1] == 'running' and alive(redis.call('HGET', KEYS[1], 'r')) then
   if e[2] == ARGV[1] then return {'progress', ''} end
   return {'mismatch', ''}
 end
+-- Free, expired, or claimed by a replica that stopped beating (killed mid-call): its commit,
+-- should it ever arrive, finds another owner and changes nothing (log::COMMIT).
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 's', 'running', 'f', ARGV[1], 'o', ARGV[5])
+redis.call('HSET', KEYS[1], 's', 'running', 'f', ARGV[1], 'o', ARGV[5], 'r', ARGV[9])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {'fresh', ''}
 ";
@@ -88,6 +105,26 @@ if e[1] == 'running' and e[2] == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 ";
 
+/// KEYS: the replicas' beats. ARGV: this replica's id, how long a beat lasts (ms). Times are
+/// Redis's own (`TIME`), the one clock every replica's beat and every claim compare.
+const BEAT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], now + tonumber(ARGV[2]))
+-- A deployment whose replicas all stopped leaves nothing behind for long.
+redis.call('PEXPIRE', KEYS[1], 60000)
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if tonumber(all[i + 1]) < now - 60000 then redis.call('HDEL', KEYS[1], all[i]) end
+end
+return 1
+";
+
+/// How often a replica beats, and how long a beat counts: a replica silent for [`BEAT_LIFE`] is
+/// gone, and its running claims may be taken over.
+pub const BEAT_EVERY: Duration = Duration::from_millis(500);
+pub const BEAT_LIFE: Duration = Duration::from_secs(3);
+
 const HIT: &str = r"
 local e = redis.call('HMGET', KEYS[1], 'start', 'count')
 local now, limit, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -100,11 +137,16 @@ return -1
 ";
 
 pub struct Redis {
-    /// One multiplexed connection: concurrent calls are pipelined on it, none waits for another.
-    conn: ConnectionManager,
-    /// Prefix of every key: replicas of one deployment share it, separate servers do not.
+    /// One multiplexed connection (one per node on a cluster): concurrent calls are pipelined on
+    /// it, none waits for another.
+    conn: Conn,
+    /// Prefix of every key, `{<namespace>}`: replicas of one deployment share it, separate
+    /// servers do not; the braces make it the hash tag, so all of a namespace's keys share a slot.
     namespace: String,
     epoch_key: String,
+    alive_key: String,
+    /// This replica's id in the beats and in the claims it makes.
+    replica: u64,
     /// The epoch marker's id this replica knows: another one in Redis means Redis lost its data.
     epoch: Mutex<String>,
     health: Health,
@@ -112,6 +154,43 @@ pub struct Redis {
     complete: Script,
     release: Script,
     hit: Script,
+    beat: Script,
+    log: log::Scripts,
+}
+
+/// A connection to one Redis or to a Redis Cluster; both reconnect on their own.
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Redis {
@@ -131,51 +210,108 @@ fn new_epoch() -> String {
 impl Redis {
     /// Connects and reads (or sets) the epoch marker. A Redis that does not answer within 5 s is
     /// a startup error: a replica that cannot keep the idempotency promise should not serve.
-    pub async fn connect(url: &str, namespace: &str) -> anyhow::Result<Redis> {
-        let info = url.into_connection_info().context("--redis is not a Redis URL")?;
-        // The address only: the URL may hold a password.
-        let addr = info.addr().to_string();
+    /// `cluster`: `url` lists some nodes of a Redis Cluster, comma-separated.
+    pub async fn connect(url: &str, cluster: bool, namespace: &str) -> anyhow::Result<Redis> {
+        let flag = if cluster { "--redis-cluster" } else { "--redis" };
+        let mut infos = Vec::new();
+        for one in url.split(',').map(str::trim).filter(|u| !u.is_empty()) {
+            infos.push(one.into_connection_info().with_context(|| format!("{flag} is not a Redis URL"))?);
+        }
+        anyhow::ensure!(cluster || infos.len() == 1, "--redis takes one URL (--redis-cluster takes several)");
+        anyhow::ensure!(!infos.is_empty(), "{flag} names no Redis");
+        // The addresses only: a URL may hold a password.
+        let addr = infos.iter().map(|i| i.addr().to_string()).collect::<Vec<_>>().join(",");
         let tcp = redis::io::tcp::TcpSettings::default().set_nodelay(true);
         #[cfg(target_os = "linux")]
         let tcp = tcp.set_user_timeout(TCP_USER_TIMEOUT);
-        let client = redis::Client::open(info.set_tcp_settings(tcp)).context("--redis is not a Redis URL")?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(TIMEOUT))
-            // Each call has its own timeout (`ask`), which also bounds a wait for a reconnection.
-            .set_response_timeout(None)
-            .set_number_of_retries(1)
-            .set_max_delay(COOLDOWN);
+        let namespace = format!("{{{namespace}}}");
         let epoch_key = format!("{namespace}:epoch");
         let start = async {
-            let mut conn = ConnectionManager::new_with_config(client, config).await?;
+            let mut conn = if cluster {
+                let client = redis::cluster::ClusterClientBuilder::new(infos)
+                    .tcp_settings(tcp)
+                    .connection_timeout(TIMEOUT)
+                    // Retries and redirections (a failover's MOVED) within one bound: a request
+                    // given up on by `ask` is not sent again long after.
+                    .response_timeout(TIMEOUT)
+                    .build()?;
+                Conn::Cluster(client.get_async_connection().await?)
+            } else {
+                let info = infos.remove(0).set_tcp_settings(tcp);
+                let client = redis::Client::open(info)?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(TIMEOUT))
+                    // Each call has its own timeout (`ask`), which also bounds a wait for a reconnection.
+                    .set_response_timeout(None)
+                    .set_number_of_retries(1)
+                    .set_max_delay(COOLDOWN);
+                Conn::Single(ConnectionManager::new_with_config(client, config).await?)
+            };
             redis::cmd("HSETNX").arg(&epoch_key).arg("id").arg(new_epoch()).exec_async(&mut conn).await?;
             let epoch: String = redis::cmd("HGET").arg(&epoch_key).arg("id").query_async(&mut conn).await?;
-            let persistent = persistent(&mut conn).await;
+            let persistent = if cluster { None } else { persistent(&mut conn).await };
             Ok::<_, redis::RedisError>((conn, epoch, persistent))
         };
         let (conn, epoch, persistent) = tokio::time::timeout(STARTUP_TIMEOUT, start)
             .await
-            .map_err(|_| anyhow::anyhow!("Redis at {addr} (--redis) did not answer within 5 s"))?
-            .map_err(|e| anyhow::anyhow!("Redis at {addr} (--redis) cannot be used: {e}"))?;
+            .map_err(|_| anyhow::anyhow!("Redis at {addr} ({flag}) did not answer within 5 s"))?
+            .map_err(|e| anyhow::anyhow!("Redis at {addr} ({flag}) cannot be used: {e}"))?;
         match persistent {
             Some(true) => {}
             Some(false) => tracing::warn!(
                 "Redis at {addr} has no persistence (save \"\", appendonly no): if it restarts, the \
-                 idempotency records are lost and keyed writes are refused for 24 h (README, Redis)"
+                 idempotency records and the data's changes are lost, and keyed writes are refused \
+                 for 24 h (README, Redis)"
             ),
-            None => tracing::info!("Redis at {addr} does not tell its persistence (CONFIG GET refused)"),
+            None => tracing::info!(
+                "Redis at {addr} does not tell its persistence (CONFIG GET refused, or a cluster)"
+            ),
         }
         Ok(Redis {
             conn,
-            namespace: namespace.to_owned(),
+            alive_key: format!("{namespace}:alive"),
+            namespace,
             epoch_key,
+            replica: rand::random::<u64>() >> 12,
             epoch: Mutex::new(epoch),
             health: Health::new(),
             claim: Script::new(CLAIM),
             complete: Script::new(COMPLETE),
             release: Script::new(RELEASE),
             hit: Script::new(HIT),
+            beat: Script::new(BEAT),
+            log: log::Scripts::new(),
         })
+    }
+
+    /// One beat, at start, before the replica makes any claim (within the startup bound).
+    pub async fn beat(&self) -> anyhow::Result<()> {
+        let mut invocation = self.beat.key(&self.alive_key);
+        invocation.arg(self.replica).arg(BEAT_LIFE.as_millis() as u64);
+        let mut conn = self.conn.clone();
+        match tokio::time::timeout(STARTUP_TIMEOUT, invocation.invoke_async::<i64>(&mut conn)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => anyhow::bail!("Redis (--redis) did not take this replica's first beat within 5 s"),
+        }
+    }
+
+    /// Beats every [`BEAT_EVERY`] while `self` lives, so that the claims this replica holds are
+    /// not taken over; a replica killed stops beating, and its claims free in [`BEAT_LIFE`].
+    pub fn beat_forever(self: &std::sync::Arc<Self>) {
+        let me = std::sync::Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(BEAT_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                let Some(redis) = me.upgrade() else { return };
+                let mut invocation = redis.beat.key(&redis.alive_key);
+                invocation.arg(redis.replica).arg(BEAT_LIFE.as_millis() as u64);
+                let mut conn = redis.conn.clone();
+                // Not `ask`: a missed beat is no failure of a call, and must not trip the breaker.
+                let _ = tokio::time::timeout(TIMEOUT, invocation.invoke_async::<i64>(&mut conn)).await;
+            }
+        });
     }
 
     /// The deployment's secret for cursors and key hashes when no `--secret` was given: the first
@@ -183,7 +319,7 @@ impl Redis {
     /// uses the one stored, so replicas on one Redis agree (docs/DECISIONS.md, "Shared state").
     /// Asked at start, within the startup bound; its value is never logged.
     pub async fn shared_secret(&self) -> anyhow::Result<String> {
-        let key = format!("{}:secret", self.namespace);
+        let key = self.key("secret");
         let mut conn = self.conn.clone();
         // 256 random bits, as 64 hex digits: the same bytes would work as `--secret`.
         let mine = hex(&rand::random::<[u8; 32]>());
@@ -203,8 +339,13 @@ impl Redis {
     /// Runs one exchange with Redis, within [`TIMEOUT`]; fails at once while Redis is left alone.
     /// Dropping a request that timed out does not cancel it: it still runs in Redis, in order.
     async fn ask<T>(&self, exchange: impl Future<Output = RedisResult<T>>) -> Result<T, StoreError> {
+        self.ask_sent(exchange).await.map_err(|_| StoreError)
+    }
+
+    /// [`Redis::ask`], telling a request never sent from one sent and not answered.
+    async fn ask_sent<T>(&self, exchange: impl Future<Output = RedisResult<T>>) -> Result<T, log::Unsent> {
         if !self.health.admit() {
-            return Err(StoreError);
+            return Err(log::Unsent::NotSent);
         }
         match tokio::time::timeout(TIMEOUT, exchange).await {
             Ok(Ok(value)) => {
@@ -214,13 +355,18 @@ impl Redis {
             // The cause may name the server's address: it stays out of answers.
             Ok(Err(_)) | Err(_) => {
                 self.health.failed();
-                Err(StoreError)
+                Err(log::Unsent::NoAnswer)
             }
         }
     }
 
+    /// `{<namespace>}:<name>`.
+    fn key(&self, name: &str) -> String {
+        format!("{}:{name}", self.namespace)
+    }
+
     fn idem_key(&self, slot: &Slot) -> String {
-        format!("{}:idem:{}", self.namespace, hex(slot))
+        self.key(&format!("idem:{}", hex(slot)))
     }
 
     fn rate_key(&self, key: &RateKey) -> String {
@@ -229,7 +375,7 @@ impl Redis {
             h.update((part.len() as u64).to_be_bytes());
             h.update(part.as_bytes());
         }
-        format!("{}:rate:{}", self.namespace, hex(&h.finalize()[..16]))
+        self.key(&format!("rate:{}", hex(&h.finalize()[..16])))
     }
 
     fn known_epoch(&self) -> String {
@@ -246,6 +392,7 @@ impl Redis {
         let mut invocation = self.claim.key(self.idem_key(&slot));
         invocation
             .key(&self.epoch_key)
+            .key(&self.alive_key)
             .arg(hex(&fingerprint))
             .arg(now_ms)
             .arg(RETENTION_MS)
@@ -253,7 +400,8 @@ impl Redis {
             .arg(owner)
             .arg(self.known_epoch())
             .arg(new_epoch())
-            .arg(now_ms + RETENTION_MS);
+            .arg(now_ms + RETENTION_MS)
+            .arg(self.replica);
         let mut conn = self.conn.clone();
         let (verdict, data): (String, String) = self.ask(invocation.invoke_async(&mut conn)).await?;
         match verdict.as_str() {
@@ -301,7 +449,7 @@ impl Redis {
 
 /// Whether Redis writes its data to disk (RDB snapshots or AOF); `None` when it will not say
 /// (managed services often refuse CONFIG).
-async fn persistent(conn: &mut ConnectionManager) -> Option<bool> {
+async fn persistent(conn: &mut Conn) -> Option<bool> {
     let save: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("save").query_async(conn).await.ok()?;
     let aof: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("appendonly").query_async(conn).await.ok()?;
     Some(!save.get(1)?.trim().is_empty() || aof.get(1)? == "yes")
