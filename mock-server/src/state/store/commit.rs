@@ -212,9 +212,31 @@ impl Store {
         keyed: Option<Completion>,
         plan: impl Fn(&Data) -> Result<Planned, E>,
     ) -> Result<Output, Failed<E>> {
+        self.commit_from(false, keyed, plan).await
+    }
+
+    /// [`Store::commit`] for a caller that has just caught up (the pipeline, before a tool's
+    /// checks): its first plan is made on the data as it is, without asking Redis again. A view
+    /// behind by then loses only a race: the guarded record's compare-and-set sends it round.
+    pub async fn commit_current<E>(
+        &self,
+        keyed: Option<Completion>,
+        plan: impl Fn(&Data) -> Result<Planned, E>,
+    ) -> Result<Output, Failed<E>> {
+        self.commit_from(true, keyed, plan).await
+    }
+
+    async fn commit_from<E>(
+        &self,
+        current: bool,
+        keyed: Option<Completion>,
+        plan: impl Fn(&Data) -> Result<Planned, E>,
+    ) -> Result<Output, Failed<E>> {
         let Some(shared) = &self.shared else { return self.commit_here(plan) };
-        for _ in 0..ATTEMPTS {
-            self.catch_up().await.map_err(|_| Failed::Unavailable)?;
+        for attempt in 0..ATTEMPTS {
+            if attempt > 0 || !current {
+                self.catch_up().await.map_err(|_| Failed::Unavailable)?;
+            }
             let (planned, at) = {
                 let data = self.read();
                 (plan(&data).map_err(Failed::Refused)?, data.position.clone())
