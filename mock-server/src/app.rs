@@ -168,6 +168,8 @@ impl App {
             if std::time::Instant::now() > until {
                 anyhow::bail!("Redis (--redis) did not give the data's changes within 30 s");
             }
+            // Not a spin while Redis is being left alone (each failed round fails at once then).
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         Ok(app)
     }

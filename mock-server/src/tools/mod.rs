@@ -171,7 +171,8 @@ pub async fn commit(
     let app = &call.app;
     let keyed =
         call.keyed.map(|owned| Completion { owned, now_ms: app.defects.idempotency_now(app.clock.now_ms()) });
-    app.store.commit(keyed, plan).await.map_err(|failed| match failed {
+    // The pipeline caught up before the checks (and refuses a write when it could not).
+    app.store.commit_current(keyed, plan).await.map_err(|failed| match failed {
         Failed::Refused(error) => error,
         Failed::Unavailable => ErrorCode::DependencyUnavailable.into(),
         Failed::Unknown => ErrorCode::OutcomeUnknown.into(),
