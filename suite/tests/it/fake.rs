@@ -128,6 +128,13 @@ impl Fake {
         self.no_event_stream();
     }
 
+    /// Answer every request of /mcp, whatever its verb, with `responder` (one that gates GET and
+    /// DELETE as it gates POST: Origin, then token).
+    pub fn serve_every_verb_with(&self, responder: impl Respond + 'static) {
+        let mock = Mock::given(path("/mcp")).respond_with(responder);
+        self.runtime.block_on(mock.mount(&self.server));
+    }
+
     /// No event stream of its own: a GET of the endpoint is 405, as Streamable HTTP allows.
     fn no_event_stream(&self) {
         let get = Mock::given(method("GET")).and(path("/mcp")).respond_with(ResponseTemplate::new(405));

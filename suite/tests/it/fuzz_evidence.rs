@@ -75,6 +75,10 @@ impl Respond for Behaved {
             );
             return ResponseTemplate::new(401).insert_header("www-authenticate", challenge.as_str());
         };
+        // No event stream and no session to end: GET and DELETE are 405, past the same gate.
+        if request.method.as_str() != "POST" {
+            return ResponseTemplate::new(405);
+        }
         let Some(body) = body else { return rpc_error(400, &Value::Null, -32700) };
         let id = body.get("id").cloned().unwrap_or(Value::Null);
         if body.get("jsonrpc") != Some(&json!("2.0")) {
@@ -139,7 +143,11 @@ impl Respond for Behaved {
 /// A fake that behaves on the transport and answers tools/call with `tools`.
 fn behaved(tools: impl Fn(&str, &str, &Value) -> Reply + Send + Sync + 'static) -> Fake {
     let fake = Fake::start();
-    fake.serve_with(Behaved { tools: Box::new(tools), origin_on_initialize_only: false, sessions: None });
+    fake.serve_every_verb_with(Behaved {
+        tools: Box::new(tools),
+        origin_on_initialize_only: false,
+        sessions: None,
+    });
     fake
 }
 
@@ -385,7 +393,7 @@ fn a_page_cut_short_and_not_marked_truncated_is_lim_5() {
 fn a_foreign_origin_served_on_tools_call_is_proto_5() {
     // Origin checked on initialize only: a page that learned a session calls every tool.
     let fake = Fake::start();
-    fake.serve_with(Behaved {
+    fake.serve_every_verb_with(Behaved {
         tools: Box::new(|_, _, _| not_found()),
         origin_on_initialize_only: true,
         sessions: None,
@@ -404,7 +412,7 @@ fn a_probe_without_a_session_is_blocked_not_passed() {
     // The fuzzer's own session, then no other: every probe that needs one cannot run.
     let fake = Fake::start();
     let sessions = Some(std::sync::atomic::AtomicU64::new(2));
-    fake.serve_with(Behaved {
+    fake.serve_every_verb_with(Behaved {
         tools: Box::new(|_, _, _| not_found()),
         origin_on_initialize_only: false,
         sessions,
