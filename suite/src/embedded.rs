@@ -20,15 +20,17 @@ pub fn start(
     defects: &[mock_server::Defect],
     variants: &[mock_server::Variant],
 ) -> anyhow::Result<(EmbeddedServer, Profile)> {
-    start_with(defects, variants, None)
+    start_with(defects, variants, None, None)
 }
 
-/// [`start`], its state kept in the Redis at `redis_url` when given (a replica of a deployment
-/// whose replicas share that Redis; they share its secret too).
+/// [`start`] as a replica of a deployment: its state kept in the Redis at `redis_url` when given
+/// (replicas on one Redis share its secret too), its error reports sent to `capture` when given
+/// (one endpoint for every replica, as a deployment has one DSN).
 pub fn start_with(
     defects: &[mock_server::Defect],
     variants: &[mock_server::Variant],
     redis_url: Option<&str>,
+    capture: Option<std::sync::Arc<crate::error_reports::Capture>>,
 ) -> anyhow::Result<(EmbeddedServer, Profile)> {
     // Random: the control API resets and reconfigures the server; a local process should not
     // be able to guess its secret from the pid.
@@ -40,7 +42,10 @@ pub fn start_with(
     let port = listener.local_addr()?.port();
 
     // Any free port: several embedded servers may run at once (tests, self-test).
-    let capture = std::sync::Arc::new(crate::error_reports::Capture::start(([127, 0, 0, 1], 0).into())?);
+    let capture = match capture {
+        Some(capture) => capture,
+        None => std::sync::Arc::new(crate::error_reports::Capture::start(([127, 0, 0, 1], 0).into())?),
+    };
 
     let mut config = mock_server::Config::for_tests(&secret);
     config.defects = defects.to_vec();

@@ -138,8 +138,10 @@ pub fn run<Out: io::Write + 'static>(
     let run_replicas = |redis: Option<&str>| -> anyhow::Result<Report> {
         let mut servers = Vec::new();
         let mut endpoints = Vec::new();
+        let mut capture = None;
         for _ in 0..3 {
-            let (server, profile) = crate::embedded::start_with(&[], &[], redis)?;
+            let (server, profile) = crate::embedded::start_with(&[], &[], redis, capture.clone())?;
+            capture = profile.capture.clone();
             endpoints.push(profile.endpoint.clone().unwrap_or_default());
             servers.push((server, profile));
         }
