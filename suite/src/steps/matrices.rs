@@ -666,15 +666,20 @@ fn varied_id(n: usize, attempt: u32) -> Value {
     }
 }
 
-/// PROTO-2 on the paths a server's own validation answers: every refused input bound of every
-/// tool (`matrices::bound_rows`), each on a request of another id kind, answers that id with its
-/// type. Whether it is refused is the bound matrices' to judge, under each row's clause (a server
-/// may clamp an ext bound, and then answers from another path: the id must still be there).
+/// PROTO-2 on the paths a server's own validation answers: every argument of every tool past its
+/// bounds under each clause that bounds it (`matrices::bound_rows`, the first refused row of each
+/// tool, argument and clause: the values of one argument refused under one clause take one path
+/// through a validator, and the bound matrices send them all), each on a request of another id
+/// kind, answers that id with its type. Whether it is refused is the bound matrices' to judge,
+/// under each row's clause (a server may clamp an ext bound, and then answers from another path:
+/// the id must still be there).
 #[then("every tool answers every argument past its bounds with the request's own id, whatever its kind")]
 async fn bound_ids_matrix(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut paths = std::collections::HashSet::new();
     let rows: Vec<_> = matrices::bound_rows(w.dataset())
         .into_iter()
         .filter(|r| r.expect == matrices::Expect::Refused)
+        .filter(|r| paths.insert((r.tool, r.argument.clone(), r.clause)))
         .collect();
     if rows.is_empty() {
         return Err(w.fail("refused input bounds", "none derived from the contract"));
