@@ -121,13 +121,6 @@ impl Fake {
         });
     }
 
-    /// Answer every POST /mcp with `responder` (a server of the test's own, headers and all).
-    pub fn serve_with(&self, responder: impl Respond + 'static) {
-        let mock = Mock::given(method("POST")).and(path("/mcp")).respond_with(responder);
-        self.runtime.block_on(mock.mount(&self.server));
-        self.no_event_stream();
-    }
-
     /// Answer every request of /mcp, whatever its verb, with `responder` (one that gates GET and
     /// DELETE as it gates POST: Origin, then token).
     pub fn serve_every_verb_with(&self, responder: impl Respond + 'static) {
