@@ -62,6 +62,9 @@ pub struct Step {
     pub request: Value,
     /// The JSON-RPC answer (tokens masked), or `{"no_answer": why}`.
     pub response: Value,
+    /// The replica that took the call, when it was not the endpoint (a profile's `replicas`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// The context a reproduction needs.
@@ -70,6 +73,11 @@ pub struct Target<'a> {
     pub stdio: bool,
     pub protocol_version: Option<String>,
     pub seed: u64,
+}
+
+/// The URL `ex` went to, when it is not the endpoint: the replica that took it.
+fn replica(target: &Target<'_>, ex: &Exchange) -> Option<String> {
+    (!target.stdio && ex.url != target.endpoint).then(|| ex.url.clone())
 }
 
 impl Finding {
@@ -106,6 +114,7 @@ impl Finding {
                     || json!({ "no_answer": "not sent: the budget ran out" }),
                     |e| answer(e, secrets),
                 ),
+                url: c.ex.as_ref().and_then(|e| replica(target, e)),
             })
             .collect();
         let request = if o.raw { raw_request(&o.ex) } else { request };
@@ -118,6 +127,7 @@ impl Finding {
             arguments: o.args.clone(),
             request: request.clone(),
             response: answer(&o.ex, secrets),
+            url: replica(target, &o.ex),
         });
         Finding {
             clause: o.fault.clause,

@@ -475,7 +475,7 @@ mod tests {
 
     fn step(tool: &str, arguments: Value, response: Value) -> Step {
         let request = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": tool, "arguments": arguments } });
-        Step { persona: "owner".to_owned(), tool: tool.to_owned(), arguments, request, response }
+        Step { persona: "owner".to_owned(), tool: tool.to_owned(), arguments, request, response, url: None }
     }
 
     fn transcript(clause: &str, replay: Replay, calls: Vec<Step>) -> Transcript {

@@ -96,3 +96,44 @@ fn one_server_named_as_every_replica_is_one_server() {
 fn deployment_urls(deployment: &Deployment) -> Vec<String> {
     Profile::load(&deployment.profile).unwrap().route()
 }
+
+/// `fuzz` spreads its calls over the replicas too, and a finding's calls keep the replica each
+/// went to (the endpoint's are left unnamed).
+#[test]
+fn fuzz_findings_on_replicas_that_share_nothing_name_the_replica_of_each_call() {
+    let deployment = Deployment::start("fuzz", 3, |endpoints| endpoints.to_vec());
+    let report_path = deployment.dir.join("fuzz.json");
+    let out = deployment.dir.join("findings");
+    let outcome = chataigne_conformance::cli::execute_args(
+        [
+            "chataigne-conformance",
+            "fuzz",
+            "--profile",
+            deployment.profile.to_str().unwrap(),
+            "--seed",
+            "7",
+            "--budget",
+            "600calls",
+            "--report-json",
+            report_path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        std::io::sink(),
+    );
+    assert_eq!(outcome.code, 1, "{:?}", outcome.error);
+    // The transcripts `--out` writes, one per finding that can be replayed.
+    let transcripts: Vec<serde_json::Value> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect();
+    let replicas = &deployment_urls(&deployment)[1..];
+    let named: Vec<&str> = transcripts
+        .iter()
+        .flat_map(|t| t["calls"].as_array().into_iter().flatten())
+        .filter_map(|c| c["url"].as_str())
+        .collect();
+    assert!(named.iter().any(|u| replicas.iter().any(|r| r == u)), "{transcripts:#?}");
+}
