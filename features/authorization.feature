@@ -303,19 +303,6 @@ Feature: Authentication and authorization
     When they list the restaurants
     Then they are shown no restaurants
 
-  @AUTH-7 @needs-control-memberships
-  Scenario: A membership revoked now is refused at once
-    Given the persona "viewer"
-    When they get the busy restaurant
-    Then the call succeeds
-    When the membership of "viewer" in the home organization is revoked
-    And they get the busy restaurant
-    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
-    When they list the organizations
-    Then they are shown no organizations
-    When they list the restaurants
-    Then they are shown no restaurants
-
   # The scope on every surface that serves the restaurant's record: a resource that stands for
   # get_restaurant needs its scope. A server that advertises no resource template naming a
   # restaurant is not concerned.
@@ -324,17 +311,6 @@ Feature: Authentication and authorization
     Given the persona "noscope"
     When they read the busy restaurant through every restaurant resource template the server lists
     Then every read is refused and tells nothing of the busy restaurant
-
-  # Every surface that names the restaurant: a server that remembers a resource it served once
-  # (per token, per session) serves it after the revocation. A server that advertises no resource
-  # template naming a restaurant is not concerned.
-  @AUTH-7 @needs-control-memberships
-  Scenario: A membership revoked now is refused on the resources surface too
-    Given the persona "viewer"
-    When they read the busy restaurant through every restaurant resource template the server lists
-    And the membership of "viewer" in the home organization is revoked
-    And they read the busy restaurant through every restaurant resource template the server lists
-    Then every read since the revocation is refused and tells nothing of the busy restaurant
 
   @AUTH-8
   Scenario: Whether the tool exists is checked before the scope

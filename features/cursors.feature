@@ -61,22 +61,3 @@ Feature: Cursors
     And they list the next page with limit 7
     Then the call succeeds
     And the pages so far hold the first 12 orders of the busy restaurant, each once, in one order
-
-  @PAG-7 @needs-control-memberships
-  Scenario: A cursor carries no authority once the membership has ended
-    Given the persona "staff"
-    When they list the orders of the busy restaurant with limit 5
-    Then the call succeeds
-    When the membership of "staff" in the home organization is revoked
-    And they list the next page
-    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
-
-  # The same for the messages of a conversation: its cursor is a page of get_conversation.
-  @PAG-7 @needs-control-memberships
-  Scenario: A message cursor carries no authority once the membership has ended
-    Given the persona "staff"
-    When they get the long conversation with message_limit 5
-    Then the call succeeds
-    When the membership of "staff" in the home organization is revoked
-    And they list the next page
-    Then the call fails with "MCP_RESOURCE_FORBIDDEN"

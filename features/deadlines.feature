@@ -28,22 +28,22 @@ Feature: Deadlines
   Scenario: A write past its deadline has an unknown outcome, and a read tells what happened
     Given a fresh server state
     And the server's write deadline is 100 ms
-    And the server holds the answers of "update_order_status" for 300 ms after their effect
+    And the server holds the answers of "update_order_status" for 200 ms after their effect
     When they ask to move an order of the busy restaurant from "received" to "accepted"
     Then the call fails with "MCP_OUTCOME_UNKNOWN"
     And the error has category "timeout" and is not retryable
-    When they wait 350 ms
+    When they wait 250 ms
     Then the order is "accepted"
 
   @LIM-4 @needs-control-deadlines @needs-control-faults
   Scenario: A keyed write past its deadline is safe to retry with the same key
     Given a fresh server state
     And the server's write deadline is 100 ms
-    And the server holds the answers of "create_instruction" for 300 ms after their effect
+    And the server holds the answers of "create_instruction" for 200 ms after their effect
     When they create the instruction "Deadline CANARY" in the busy restaurant with the key "lim4-CANARY"
     Then the call fails with "MCP_OUTCOME_UNKNOWN"
     Given the server no longer injects faults
-    When they wait 350 ms
+    When they wait 250 ms
     And they create the instruction "Deadline CANARY" in the busy restaurant with the key "lim4-CANARY"
     Then the call succeeds
     And the busy restaurant has exactly 1 instruction "Deadline CANARY"

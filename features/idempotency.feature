@@ -114,8 +114,8 @@ Feature: Idempotency
   @IDEM-4 @needs-control-faults
   Scenario: The same key while the first call still runs is told to retry later
     Given a fresh server state
-    And the server slows "create_instruction" by 500 ms
-    When they create the instruction "Slow CANARY" in the busy restaurant with the key "idem4-CANARY" twice, the second call 200 ms after the first
+    And the server slows "create_instruction" by 400 ms
+    When they create the instruction "Slow CANARY" in the busy restaurant with the key "idem4-CANARY" twice, the second call 150 ms after the first
     Then the call fails with "MCP_OPERATION_IN_PROGRESS"
     And the error has category "conflict" and is retryable
     And the error asks to retry after a delay
@@ -234,26 +234,6 @@ Feature: Idempotency
       | error      | code                       |
       | internal   | MCP_INTERNAL_ERROR         |
       | dependency | MCP_DEPENDENCY_UNAVAILABLE |
-
-  @IDEM-7 @needs-control-memberships
-  Scenario: Access is checked again before a replay
-    Given the persona "staff"
-    When they send the message "Hello again CANARY" in the long conversation with the key "idem7r-CANARY"
-    Then the call succeeds
-    When the membership of "staff" in the home organization is revoked
-    And they send the message "Hello again CANARY" in the long conversation with the key "idem7r-CANARY"
-    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
-
-  @IDEM-7 @needs-control-memberships
-  Scenario: A refused call is not stored: the same call with the same key runs once access is back
-    Given the persona "staff"
-    When the membership of "staff" in the home organization is revoked
-    And they send the message "Back again CANARY" in the long conversation with the key "idem7b-CANARY"
-    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
-    When the membership of "staff" in the home organization is restored
-    And they send the message "Back again CANARY" in the long conversation with the key "idem7b-CANARY"
-    Then the call succeeds
-    And the answer is not a replay
 
   @IDEM-8 @needs-server-log
   Scenario: Idempotency keys never reach the log

@@ -85,7 +85,7 @@ Feature: Optimistic preconditions
   @PRE-4 @needs-control-faults
   Scenario: Two operators racing while the server is slow: the state is compared again at the effect
     Given a fresh server state
-    And the server slows "update_order_status" by 300 ms
+    And the server slows "update_order_status" by 200 ms
     When "owner" and "manager" both move the same "received" order of the busy restaurant to "accepted" at once
     Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
     And the order is "accepted"

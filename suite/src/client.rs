@@ -349,6 +349,17 @@ impl McpClient {
         ex
     }
 
+    /// `n` copies on the same session, for calls side by side: each draws its request ids from
+    /// a range of its own (a session's ids must not repeat; over stdio they come from the process
+    /// already), and this client's next ids come after every copy's.
+    pub fn fork(&mut self, n: usize) -> Vec<McpClient> {
+        const RANGE: u64 = 1 << 20;
+        let copies =
+            (1..=n as u64).map(|k| McpClient { next_id: self.next_id + k * RANGE, ..self.clone() }).collect();
+        self.next_id += (n as u64 + 1) * RANGE;
+        copies
+    }
+
     /// The next JSON-RPC id, for raw bodies that want an answer.
     pub fn take_id(&mut self) -> u64 {
         // Sessions of a persona share its process over stdio: ids must not collide there.

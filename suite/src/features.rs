@@ -26,6 +26,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("idempotency.feature", include_str!("../../features/idempotency.feature")),
     ("limits.feature", include_str!("../../features/limits.feature")),
     ("matrices.feature", include_str!("../../features/matrices.feature")),
+    ("memberships.feature", include_str!("../../features/memberships.feature")),
     ("pagination.feature", include_str!("../../features/pagination.feature")),
     ("preconditions.feature", include_str!("../../features/preconditions.feature")),
     ("protocol.feature", include_str!("../../features/protocol.feature")),
@@ -111,22 +112,44 @@ impl parser::Parser<FeatureSource> for FeatureParser {
                 Ok(feature)
             })
             .collect();
-        // The features whose bursts exhaust rate windows last: the scenarios that use those
-        // pairs are then started before them, and the bursts wait for them to finish
-        // (`crate::schedule::RatePhase`), never for one not yet started. A stable sort:
-        // otherwise the files' order.
-        features.sort_by_key(|f: &parser::Result<gherkin::Feature>| f.as_ref().is_ok_and(exhausts_windows));
+        // A stable sort by `queue_rank`: otherwise the files' order.
+        features.sort_by_key(|f: &parser::Result<gherkin::Feature>| f.as_ref().map_or(1, queue_rank));
         stream::iter(features)
     }
 }
 
+/// Where a feature is queued (lowest first), so that a run's long holds overlap rather than
+/// follow one another:
+/// 0. features acting as every persona (the matrices): they hold every persona, shared, for
+///    seconds, and start as soon as the scenarios that change the whole server are done;
+/// 1. the others;
+/// 2. features revoking a membership: each holds one user's personas to itself, so it waits for
+///    the every-persona scenarios already running rather than holding them up, and runs beside
+///    the bursts of other pairs;
+/// 3. features whose bursts exhaust rate windows, last: the scenarios that use those pairs are
+///    then started before them, and the bursts wait for them to finish
+///    (`crate::schedule::RatePhase`), never for one not yet started.
+pub fn queue_rank(feature: &gherkin::Feature) -> u8 {
+    let steps = || all_scenarios(feature).flat_map(|s| &s.steps).map(|step| step.value.as_str());
+    if exhausts_windows(feature) {
+        3
+    } else if steps().any(|s| s.starts_with(crate::schedule::REVOKE_STEP)) {
+        2
+    } else if steps().any(|s| s.contains(crate::schedule::EVERY_PERSONA)) {
+        0
+    } else {
+        1
+    }
+}
+
+/// Every scenario of `feature`, its rules' included.
+fn all_scenarios(feature: &gherkin::Feature) -> impl Iterator<Item = &gherkin::Scenario> {
+    feature.scenarios.iter().chain(feature.rules.iter().flat_map(|r| &r.scenarios))
+}
+
 /// Whether a scenario of `feature` calls a tool until the server refuses (a burst step).
 pub fn exhausts_windows(feature: &gherkin::Feature) -> bool {
-    let rules = feature.rules.iter().flat_map(|r| &r.scenarios);
-    feature
-        .scenarios
-        .iter()
-        .chain(rules)
+    all_scenarios(feature)
         .flat_map(|s| &s.steps)
         .any(|step| crate::schedule::burst_tool(&step.value).is_some())
 }

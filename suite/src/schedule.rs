@@ -115,9 +115,16 @@ pub fn burst_tool(step: &str) -> Option<&'static str> {
 /// personas of its user, not the whole server.
 const MEMBERSHIPS_TAG: &str = "needs-control-memberships";
 
+/// How a step that revokes (or restores) a persona's membership starts: `the membership of "X"
+/// in … is revoked`.
+pub const REVOKE_STEP: &str = "the membership of \"";
+
+/// What a step acting as every persona of the dataset says (`steps::matrices`).
+pub const EVERY_PERSONA: &str = "every persona";
+
 /// The persona whose membership a `the membership of "X" in … is revoked` step changes.
 fn membership_of<'a>(step: &str, personas: &'a [Persona]) -> Option<&'a Persona> {
-    let name = step.strip_prefix("the membership of \"")?.split('"').next()?;
+    let name = step.strip_prefix(REVOKE_STEP)?.split('"').next()?;
     personas.iter().find(|p| p.name == name)
 }
 
@@ -136,7 +143,7 @@ impl Needs {
             || steps.iter().any(|s| s.contains("a fresh server state"));
         needs.resources.insert(Resource::Server, whole_server);
         // A matrix step acts as every persona of the dataset (`steps::matrices`).
-        let every_persona = steps.iter().any(|s| s.contains("every persona"));
+        let every_persona = steps.iter().any(|s| s.contains(EVERY_PERSONA));
         for persona in personas {
             let quoted = format!("\"{}\"", persona.name);
             if every_persona || steps.iter().any(|s| s.contains(&quoted)) {

@@ -206,3 +206,22 @@ fn every_step_matches_exactly_one_definition() {
     assert!(checked > 500, "only {checked} steps read");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The queue order that keeps the run's long holds overlapping (`features::queue_rank`): the
+/// features acting as every persona go first, those revoking a membership after every other
+/// and before the bursts, which go last. Checked on the real files, so a scenario that revokes
+/// a membership in another feature (queued among the others, holding its user's personas while
+/// the matrices wait) fails here.
+#[test]
+fn features_are_queued_so_that_long_holds_overlap() {
+    let mut ranks = Vec::new();
+    for path in feature_files(&features_dir()).unwrap() {
+        let feature = gherkin::Feature::parse_path(&path, GherkinEnv::default()).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        ranks.push((name, chataigne_conformance::features::queue_rank(&feature)));
+    }
+    let of = |rank: u8| ranks.iter().filter(|(_, r)| *r == rank).map(|(n, _)| n.as_str()).collect::<Vec<_>>();
+    assert_eq!(of(0), ["matrices.feature"], "{ranks:?}");
+    assert_eq!(of(2), ["memberships.feature"], "{ranks:?}");
+    assert_eq!(of(3), ["rate_limits.feature"], "{ranks:?}");
+}
