@@ -297,6 +297,37 @@ faults! {
     B828Auth6 = "b8-28-auth6", "AUTH-6", Seed, "update_order_status asks for manager, not staff: staff are refused MCP_RESOURCE_FORBIDDEN";
     B829Idem3 = "b8-29-idem3", "IDEM-3", Seed, "the arguments' fingerprint keeps a text's first 100 characters: the same key with a text differing after them replays the first result";
     B830Auth7 = "b8-30-auth7", "AUTH-7", Seed, "access refusals are cached 60 s per token and restaurant: a membership restored meanwhile is still refused";
+    // Batch 9 (`batch9.rs`): opaque names (`b9-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B901Proto1 = "b9-01-proto1", "PROTO-1", Seed, "initialize asking for a protocol version the server does not serve is refused with JSON-RPC -32602 (Unsupported protocol version), instead of answered with a version it serves";
+    B902Proto2 = "b9-02-proto2", "PROTO-2", Seed, "prompts/get of a prompt the server does not have falls back to the first prompt it lists (a result, with the arguments given), instead of a JSON-RPC error";
+    B903Env2 = "b9-03-env2", "ENV-2", Full, "pages reached through a cursor carry the request_id of their walk's first page (kept with the cursor), in the envelope and the x-request-id header";
+    B904Env4 = "b9-04-env4", "ENV-4", Seed, "on protocol revision 2025-06-18 tool errors carry no structuredContent (only isError and the text block): structured output is sent for later revisions only";
+    B905Lim4 = "b9-05-lim4", "LIM-4", Seed, "resources/read of a restaurant runs outside the tool's deadline: past it the read waits and answers the restaurant, instead of an error carrying MCP_TOOL_TIMEOUT";
+    B906Idem2 = "b9-06-idem2", "IDEM-2", Seed, "on revision 2026-07-28 (no session) keyed calls are never replayed: the key's slot includes the session, new for every stateless request, so a retry runs again";
+    B907Auth1 = "b9-07-auth1", "AUTH-1", Seed, "the protected-resource metadata's authorization_servers names the authorization endpoint (<issuer>/oauth/authorize) instead of the issuer";
+    B908Abs1 = "b9-08-abs1", "ABS-1", Seed, "resources/templates/list adds chataigne://exports/{restaurant_id}/orders.csv, whose read returns every order of the restaurant as CSV (a bulk export)";
+    B909Sec2 = "b9-09-sec2", "SEC-2", Seed, "an internal error is answered as an event stream whose first event is a notifications/message log (level error) carrying the panic, the database URL and a backtrace, then the tool result";
+    B910Proto4 = "b9-10-proto4", "PROTO-4", Seed, "tool errors without a retry delay say retry_after_ms: 0 (a field with a default, always serialized), below the output schema's minimum of 1";
+    B911Proto5 = "b9-11-proto5", "PROTO-5", Seed, "the Host check reads X-Forwarded-Host when a request has one: a foreign Host with X-Forwarded-Host: localhost is served";
+    B912Env5 = "b9-12-env5", "ENV-5", Seed, "MCP_RATE_LIMITED says category \"rate_limited\" (its enum name), which is none of the nine categories";
+    B913Pag2 = "b9-13-pag2", "PAG-2", Full, "limit is read as a 64-bit integer then cast to 32 bits: 4294967316 (2^32 + 20) is served as 20, 2^32 + 50 as 50, instead of refused";
+    B914Pag5 = "b9-14-pag5", "PAG-5", Seed, "the cursor's MAC covers its binding, not its position: a cursor whose position was re-encoded (another created_at and id, tag kept) is served from there";
+    B915Lim1 = "b9-15-lim1", "LIM-1", Seed, "the 366-day bound is applied to daily series only: with granularity week or month a range of up to 10 years is computed and served";
+    B916Lim7 = "b9-16-lim7", "LIM-7", Full, "the 1 MiB body limit is checked on the message re-serialized after parsing: a body over 1 MiB padded with whitespace is served";
+    B917Pre3 = "b9-17-pre3", "PRE-3", Seed, "the lifecycle's steps are walked one window short: ready → completed is refused ORDER_STATUS_PRECONDITION_FAILED, so no order can be completed";
+    B918Idem1 = "b9-18-idem1", "IDEM-1", Seed, "an idempotency_key given as a JSON number is accepted as its decimal text (12345678 runs as \"12345678\")";
+    B919Auth1 = "b9-19-auth1", "AUTH-1", Seed, "an Authorization header with another scheme than Bearer (Basic, Token…) gets 400 invalid_request with no WWW-Authenticate challenge, instead of 401";
+    B920Auth3 = "b9-20-auth3", "AUTH-3", Seed, "a token whose scope list is empty is taken as unrestricted (like a token without a scope claim): it is served every tool";
+    B921Env5 = "b9-21-env5", "ENV-5", Seed, "MCP_RESOURCE_NOT_FOUND raised by writes (update_order_status, send_message…) says category validation, while reads say not_found";
+    B922Pag4 = "b9-22-pag4", "PAG-4", Seed, "cursors hold a page number: a page starts at page × the limit it is asked with, so a walk that changes limit between pages skips or repeats items (pages cut for size keep their offset)";
+    B923Pag8 = "b9-23-pag8", "PAG-8", Seed, "get_conversation's next_cursor continues after a default page of 50 messages whatever message_limit was: 20 skips 30 messages, 100 repeats 50";
+    B924Lim2 = "b9-24-lim2", "LIM-2", Seed, "rate windows are kept per (client, user, tool, restaurant): each restaurant gets its own 1000 reads (500 writes) a minute";
+    B925Pre2 = "b9-25-pre2", "PRE-2", Seed, "get_order answers are cached 30 s per user and a write invalidates its writer's entry only: another user who read the order before a move still reads the old status";
+    B926Pre3 = "b9-26-pre3", "PRE-3", Seed, "a cancelled or rejected order can be moved to accepted (states outside the lifecycle get the first step's index), then along the lifecycle";
+    B927Idem2 = "b9-27-idem2", "IDEM-2", Seed, "a replay renders the stored result again with a freshly minted ID for the record it created (no second record: the ID names nothing)";
+    B928Idem6 = "b9-28-idem6", "IDEM-6", Seed, "stored results expire after 24 h but their claim does not: the same key after 24 h gets MCP_OPERATION_IN_PROGRESS instead of running as a new call";
+    B929Auth6 = "b9-29-auth6", "AUTH-6", Seed, "the role checked is the caller's highest over all their memberships: a viewer or staff who owns another organization may move orders, send messages, pause restaurants and create restaurants";
+    B930Abs2 = "b9-30-abs2", "ABS-2", Seed, "set_restaurant_status from open to paused also rejects the restaurant's received orders: reads show them rejected and they can no longer be accepted";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

@@ -17,8 +17,8 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list; `batch4` to `batch8` hold the fourth to eighth batches,
-//! `b4-` to `b8-` names, whatever their area). `faults` is the catalogue
+//! `catalogue` rewrites tools/list; `batch4` to `batch9` hold the fourth to ninth batches,
+//! `b4-` to `b9-` names, whatever their area). `faults` is the catalogue
 //! of faults, `dataset` what the proxy reads of the published dataset, `wire` requests and
 //! answers as the proxy sees them.
 
@@ -29,6 +29,7 @@ mod batch5;
 mod batch6;
 mod batch7;
 mod batch8;
+mod batch9;
 mod catalogue;
 mod dataset;
 mod envelope;
@@ -329,6 +330,9 @@ impl Proxy {
         if self.fault.in_batch8() {
             return self.before_batch8(call).await;
         }
+        if self.fault.in_batch9() {
+            return self.before_batch9(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -362,6 +366,9 @@ impl Proxy {
         }
         if self.fault.in_batch8() {
             return self.after_batch8(call, a).await;
+        }
+        if self.fault.in_batch9() {
+            return self.after_batch9(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
