@@ -334,6 +334,22 @@ Feature: Authentication and authorization
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
     And the busy restaurant has exactly 0 instructions "Viewer CANARY"
 
+  # The role is the caller's in the organization the record belongs to, not their highest
+  # anywhere: any user may create an organization, and owns the one they create. (It stays, so
+  # the server is reset after: a viewer's organizations are otherwise the dataset's.)
+  @AUTH-6 @needs-control-reset
+  Scenario: Owning another organization raises no role in this one
+    Given a fresh server state
+    And the persona "viewer"
+    When they create the organization "Viewer's own CANARY" with the key "auth6-own-CANARY"
+    Then the call succeeds
+    When they send the message "Viewer owner CANARY" in the long conversation with the key "auth6-msg-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the long conversation has exactly 0 messages "Viewer owner CANARY"
+    When they create the instruction "Viewer owner CANARY" in the busy restaurant with the key "auth6-ins-CANARY"
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN"
+    And the busy restaurant has exactly 0 instructions "Viewer owner CANARY"
+
   @AUTH-8
   Scenario: A call that fails the schema and the role changes nothing
     Given the persona "viewer"

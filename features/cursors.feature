@@ -61,3 +61,14 @@ Feature: Cursors
     And they list the next page with limit 7
     Then the call succeeds
     And the pages so far hold the first 12 orders of the busy restaurant, each once, in one order
+
+  # The walk itself when the page size changes at every page, larger and then smaller: a cursor
+  # that holds a page number (page × limit) instead of a position skips or repeats orders.
+  @PAG-4
+  Scenario: A walk whose page size changes at every page yields every order once, in one order
+    When they list the orders of the busy restaurant with limit 10
+    And they list the next page with limit 20
+    And they list the next page with limit 3
+    And they list the next page with limit 7
+    Then the call succeeds
+    And the pages so far hold the first 40 orders of the busy restaurant, each once, in one order

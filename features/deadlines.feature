@@ -16,6 +16,17 @@ Feature: Deadlines
     Then the call fails with "MCP_TOOL_TIMEOUT"
     And the error has category "timeout" and is retryable
 
+  # The deadline is the tool's on every surface that runs it: a restaurant read as a resource
+  # past get_restaurant's deadline is not served late. A server that advertises no resource
+  # template naming a restaurant is not concerned.
+  @LIM-4 @needs-control-deadlines @needs-control-faults
+  Scenario: A restaurant read as a resource past its deadline is not served
+    Given a fresh server state
+    And the server's read deadline is 100 ms
+    And the server slows "get_restaurant" by 500 ms
+    When they read the busy restaurant through every restaurant resource template the server lists
+    Then every read is refused and tells nothing of the busy restaurant
+
   @LIM-4 @needs-control-deadlines @needs-control-faults
   Scenario: Analytics past their deadline time out too
     Given a fresh server state

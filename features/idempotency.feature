@@ -77,6 +77,17 @@ Feature: Idempotency
     And the data is the same as the first call's
     And they are a member of exactly 1 organization named "Chestnut CANARY"
 
+  # Without a session (the 2026-07-28 revision) a retry is a new request each time: the key is
+  # still the pair's and the tool's, never the session's.
+  @IDEM-2 @needs-http
+  Scenario: An organization created twice with the same key over 2026-07-28 is created once
+    Given the server serves protocol version 2026-07-28
+    When they create the organization "Stateless CANARY" with the key "idem2s-CANARY" over 2026-07-28
+    And they create the organization "Stateless CANARY" with the key "idem2s-CANARY" over 2026-07-28
+    Then the call succeeds
+    And the data is the same as the first call's
+    And they are a member of exactly 1 organization named "Stateless CANARY"
+
   @IDEM-3
   Scenario: The same key with other arguments is refused
     When they create the instruction "First CANARY" in the busy restaurant with the key "idem3-CANARY"

@@ -405,7 +405,7 @@ impl ConformanceWorld {
     /// The differential oracle on the last exchange (`crate::oracle`): a state-changing call is
     /// replayed to the reference, a read of what the scenario set up is compared with the
     /// reference's; each comparison is evidence for its clause, each difference a finding.
-    async fn compare_with_reference(&mut self, persona: &str, tool: &str, args: &Value) {
+    pub(crate) async fn compare_with_reference(&mut self, persona: &str, tool: &str, args: &Value) {
         let Some(ctx) = self.ctx.clone() else { return };
         if !ctx.oracle.wants(tool) {
             return;

@@ -84,6 +84,9 @@ struct Plan {
     tool: String,
     /// In dataset IDs.
     args: Value,
+    /// Other arguments sent in turn with `args` (call `i` sends the `i`-th of all, round): the
+    /// window is the pair's and the tool's, whatever record a call names.
+    others: Vec<Value>,
     limit: usize,
     expect: Expect,
     /// The first call goes alone, the others once it is answered (a keyed write: its replays).
@@ -115,7 +118,8 @@ async fn sessions(w: &mut ConformanceWorld) -> anyhow::Result<Vec<McpClient>> {
 /// `IN_FLIGHT` at a time; wait for the calls in flight, then stop.
 async fn burst(w: &mut ConformanceWorld, plan: &Plan) -> anyhow::Result<Burst> {
     let mut idle = sessions(w).await?;
-    let args = w.ctx().id_map.outbound(&plan.args);
+    let turns: Vec<Value> =
+        std::iter::once(&plan.args).chain(&plan.others).map(|a| w.ctx().id_map.outbound(a)).collect();
     let start = Instant::now();
     let mut pending = FuturesUnordered::new();
     let mut out = Burst { start, calls: Vec::new(), served: Vec::new(), refusal: None, other: None };
@@ -134,7 +138,7 @@ async fn burst(w: &mut ConformanceWorld, plan: &Plan) -> anyhow::Result<Burst> {
                 idle.push(client);
                 break;
             }
-            let (index, tool, args) = (next, plan.tool.clone(), args.clone());
+            let (index, tool, args) = (next, plan.tool.clone(), turns[(next - 1) % turns.len()].clone());
             next += 1;
             pending.push(async move {
                 let sent = start.elapsed().as_secs_f64();
@@ -318,9 +322,20 @@ async fn get_until_refused(w: &mut ConformanceWorld, target: Target) -> anyhow::
         return Err(anyhow!("only restaurants are fetched in bulk"));
     }
     let tool = "get_restaurant";
+    // In turn with the other restaurants of its organization: a server that counts a window per
+    // restaurant serves the pair far past its rate.
+    let d = w.dataset();
+    let organization = d.restaurants.iter().find(|r| r.id == id).map(|r| r.organization_id.clone());
+    let others = d
+        .restaurants
+        .iter()
+        .filter(|r| r.id != id && Some(&r.organization_id) == organization.as_ref())
+        .map(|r| json!({ "restaurant_id": r.id }))
+        .collect();
     let plan = Plan {
         tool: tool.to_owned(),
         args: json!({ "restaurant_id": id }),
+        others,
         limit: rate_of(tool)?,
         expect: Expect::Success,
         lead_alone: false,
@@ -337,6 +352,7 @@ async fn analytics_until_refused(w: &mut ConformanceWorld, target: Target) -> an
         tool: tool.to_owned(),
         args: json!({ "restaurant_id": id, "metrics": ["orders_count"], "from": "2026-01-01", "to": "2026-01-31" }),
         limit: rate_of(tool)?,
+        others: Vec::new(),
         expect: Expect::Success,
         lead_alone: false,
     };
@@ -358,6 +374,7 @@ async fn send_until_refused(
     let plan = Plan {
         tool: tool.to_owned(),
         args,
+        others: Vec::new(),
         limit: rate_of(tool)?,
         expect: Expect::Success,
         lead_alone: true,
@@ -376,6 +393,7 @@ async fn set_until_refused(w: &mut ConformanceWorld, target: Target, status: Sna
     let plan = Plan {
         tool: tool.to_owned(),
         args,
+        others: Vec::new(),
         limit: rate_of(tool)?,
         expect: Expect::AnyAnswer,
         lead_alone: false,
