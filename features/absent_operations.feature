@@ -21,6 +21,17 @@ Feature: Deliberately absent operations
       | credential| secret  | password | token      | api_key  | sync       |
       | onboard   | signup  | provision| admin      | impersonate | superuser |
 
+  # The same on every surface that can offer an operation: a resource template that exports a
+  # restaurant's orders in bulk is the operation the contract leaves out.
+  @ABS-1
+  Scenario: No resource, resource template or prompt is named after a deliberately absent operation
+    Then no resource, resource template or prompt the server lists is named after any of these words:
+      | pay       | capture | charge   | refund     | cancel   | reject     |
+      | delete    | remove  | purge    | destroy    | drop     | erase      |
+      | export    | dump    | bulk     | campaign   | broadcast| marketing  |
+      | credential| secret  | password | token      | api_key  | sync       |
+      | onboard   | signup  | provision| admin      | impersonate | superuser |
+
   @ABS-2
   Scenario Outline: An order cannot be moved to "<target>"
     When they ask to move an order of the busy restaurant from "received" to "<target>"

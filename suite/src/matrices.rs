@@ -490,6 +490,33 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     choice: None,
                 });
             }
+            // The bound whatever else the call asks: each member of each optional enum (a
+            // granularity that groups the days by week or month) with the longest range within
+            // the bound and the shortest past it.
+            let required: Vec<&str> =
+                schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let properties = schema["properties"].as_object().into_iter().flatten();
+            for (name, prop) in properties.filter(|(n, _)| !required.contains(&n.as_str())) {
+                for member in prop.get("enum").and_then(Value::as_array).into_iter().flatten() {
+                    for e in crate::edges::calendar_edges().into_iter().take(2) {
+                        let mut args = base.clone();
+                        args["from"] = json!(e.from);
+                        args["to"] = json!(e.to);
+                        args[name.as_str()] = member.clone();
+                        let expect = if e.within { Expect::Served } else { Expect::Refused };
+                        let edge = format!("`{name}` {member}, from {} to {}: {}", e.from, e.to, e.why);
+                        rows.push(BoundRow {
+                            tool,
+                            argument: RANGE.to_owned(),
+                            edge,
+                            args,
+                            expect,
+                            clause: "LIM-1",
+                            choice: None,
+                        });
+                    }
+                }
+            }
         }
     }
     rows
@@ -1182,6 +1209,13 @@ mod tests {
         assert_eq!(find(ToolName::GetAnalytics, leap), Some(("LIM-1", Expect::Refused, None)));
         let year = "from 2028-01-01 to 2028-12-31: a whole leap year (366 days)";
         assert_eq!(find(ToolName::GetAnalytics, year), Some(("LIM-1", Expect::Served, None)));
+        // The same bound under every granularity the schema offers.
+        for g in ["day", "week", "month"] {
+            let past = format!(
+                "`granularity` \"{g}\", from 2028-01-01 to 2029-01-01: a leap year and a day (367 days)"
+            );
+            assert_eq!(find(ToolName::GetAnalytics, &past), Some(("LIM-1", Expect::Refused, None)), "{g}");
+        }
     }
 
     #[test]

@@ -170,3 +170,49 @@ async fn unknown_refused(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// ABS-1 on every surface that can offer an operation: no resource, resource template or prompt
+/// the server lists is named after a deliberately absent operation (its name, URI or URI
+/// template), as no tool is. Every page of each list is read; more than a walk's pages blocks.
+#[then("no resource, resource template or prompt the server lists is named after any of these words:")]
+async fn no_absent_entries(w: &mut ConformanceWorld, step: &cucumber::gherkin::Step) -> anyhow::Result<()> {
+    let words = super::table_words(step, "this step needs a table of words")?;
+    let (client, _) = w.started_client(None).await?;
+    w.keep_client(client)?;
+    let mut named = Vec::new();
+    for surface in LISTS.iter().filter(|s| s.method != "tools/list") {
+        let mut cursor: Option<String> = None;
+        for page in 0.. {
+            if page == MAX_WALK_PAGES {
+                return Err(w.cut_walk(surface.method));
+            }
+            let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+            let ex = w.rpc(surface.method, params).await?;
+            for entry in rules::entries(ex, surface).into_iter().flatten() {
+                for key in ["name", "uri", "uriTemplate"] {
+                    if let Some(text) = entry.get(key).and_then(Value::as_str) {
+                        named.push((surface.method, key, text.to_owned()));
+                    }
+                }
+            }
+            cursor = ex.result().and_then(|r| r.get("nextCursor")).and_then(Value::as_str).map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+    }
+    for (method, key, text) in named {
+        let lower = text.to_ascii_lowercase();
+        let hits: Vec<&str> =
+            words.iter().filter(|word| lower.contains(word.as_str())).map(String::as_str).collect();
+        if !hits.is_empty() {
+            let ex = w.history.iter().rev().find(|e| e.method == method);
+            return Err(w.fail_about(
+                ex,
+                "no resource, template or prompt named after a deliberately absent operation",
+                format!("{method} lists {key} {text}, which contains {}", hits.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
