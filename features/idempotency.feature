@@ -79,7 +79,7 @@ Feature: Idempotency
 
   # Without a session (the 2026-07-28 revision) a retry is a new request each time: the key is
   # still the pair's and the tool's, never the session's.
-  @IDEM-2 @needs-http
+  @IDEM-2
   Scenario: An organization created twice with the same key over 2026-07-28 is created once
     Given the server serves protocol version 2026-07-28
     When they create the organization "Stateless CANARY" with the key "idem2s-CANARY" over 2026-07-28

@@ -35,7 +35,7 @@ Feature: Optimistic preconditions
   # Another user who read the order before the move reads the state the move left, not a copy
   # kept for them: a read cached per user and dropped for the writer only is stale for the rest.
   # (An accepted order, of which PRE-2's and PRE-4's other scenarios leave more than they take.)
-  @PRE-2
+  @PRE-2 @needs-shared-state
   Scenario: A move shows at once to another user who read the order before it
     When they ask to move an order of the busy restaurant from "accepted" to "preparing"
     Then the call succeeds
