@@ -52,7 +52,7 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
         app.sync_control();
     }
     // 3. Rate limit: every call that names a real tool counts, failed ones too (LIM-2).
-    rate_limit(app, principal, tool).await?;
+    rate_limit(app, principal, tool, &args).await?;
     if app.variants.access_before_schema() && tools::target_readable(tool, &args) {
         // The `access-before-schema` variant: 5–7 first, then 4. Arguments too malformed to
         // name their target take the reference order: the schema error comes first.
@@ -99,6 +99,13 @@ fn authorize(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> 
         tools::access(app, principal, tool, args)?
     };
     // 7. Role.
+    let role = match role {
+        // The `role-highest-anywhere` defect: the caller's highest role in any organization.
+        Some(_) if app.defects.role_highest_anywhere() => {
+            app.store.read().active_memberships(&principal.user_id).map(|m| m.role).max()
+        }
+        role => role,
+    };
     check_role(app, tool, role)
 }
 
@@ -109,12 +116,12 @@ fn scope(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> Resu
     Err(ToolError { required_scope: Some(tool.scope().to_owned()), ..ErrorCode::ScopeRequired.into() })
 }
 
-async fn rate_limit(app: &App, principal: &Principal, tool: ToolName) -> Result<(), ToolError> {
+async fn rate_limit(app: &App, principal: &Principal, tool: ToolName, args: &Value) -> Result<(), ToolError> {
     if app.defects.rate_disabled() {
         return Ok(());
     }
     let key = RateKey {
-        client_id: app.defects.rate_client(&principal.client_id),
+        client_id: app.defects.rate_client(&principal.client_id, args),
         user_id: principal.user_id.clone(),
         tool: tool.as_str(),
     };
@@ -141,7 +148,7 @@ fn validate(app: &App, tool: ToolName, args: &Value) -> Result<(), ToolError> {
     if let Some(refusal) = app.variants.refuses_length(tool, args) {
         return Err(refusal);
     }
-    if app.defects.skips_limits(tool) {
+    if app.defects.skips_limits(tool, args) {
         return Ok(());
     }
     tools::validate_limits(tool, args)

@@ -37,6 +37,7 @@ named_modes! {
         RefusalIdNull = "refusal-id-null", "PROTO-2", "a tool call refused for its arguments is answered with id null (a validation layer that builds its own answers)";
         UnknownToolAsMethod = "unknown-tool-as-method", "PROTO-2", "an unknown tool gets -32601 instead of -32602";
         UnknownPromptInternal = "unknown-prompt-internal", "PROTO-2", "prompts/get of an unknown prompt answers -32603 (the handler's lookup error left to the generic handler), not -32602";
+        UnknownPromptFirst = "unknown-prompt-first", "PROTO-2", "prompts/get of an unknown prompt falls back to the first prompt listed, with the arguments given: a result, not a JSON-RPC error";
         OpenInputSchemas = "open-input-schemas", "PROTO-3", "input schemas allow additional properties";
         OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
         OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
@@ -68,12 +69,15 @@ named_modes! {
         MessagesUnbounded = "messages-unbounded", "PAG-8", "conversation detail returns up to 150 messages by default";
         AnalyticsUnbounded = "analytics-unbounded", "LIM-1", "analytics accepts any range and metric count";
         LeapDayRange = "leap-day-range", "LIM-1", "analytics ranges are counted in 365-day years, leap days left out: a 367-day range through 29 February is accepted";
+        RangeDailyOnly = "range-daily-only", "LIM-1", "the 366-day bound is applied to daily series only: by week or by month any range is served";
         NoRateLimit = "no-rate-limit", "LIM-2", "no rate limit";
         RetryAfterWholeSeconds = "retry-after-whole-seconds", "LIM-2", "retry_after_ms is the window's rest in whole seconds rounded down (0 in its last second): a client that waits that long is refused again";
         RateLimitPerUser = "rate-limit-per-user", "LIM-3", "the rate window is shared by all clients of a user";
+        RatePerRestaurant = "rate-per-restaurant", "LIM-2", "the rate window is kept per restaurant too: each restaurant a pair calls gets its own 1000 (500) calls a minute";
         ReadTimeoutAsOutcomeUnknown = "read-timeout-outcome-unknown", "LIM-4", "a read past its deadline reports MCP_OUTCOME_UNKNOWN";
         SearchDeadlineEmpty = "search-deadline-empty", "LIM-4", "search_transcripts past its deadline answers an empty success (no hits) instead of MCP_TOOL_TIMEOUT";
         AnalyticsReadDeadline = "analytics-read-deadline", "LIM-4", "get_analytics is held to the read deadline (15 s), not its own (30 s)";
+        ResourceReadLate = "resource-read-late", "LIM-4", "a restaurant read as a resource past get_restaurant's deadline is served late instead of refused";
         NoTruncation = "no-truncation", "LIM-5", "pages are never shortened to fit 128 KiB";
         TruncatedWhenMore = "truncated-when-more", "LIM-5", "every page with a next_cursor says truncated: true, cut for its size or not";
         FilteredPageUncut = "filtered-page-uncut", "LIM-5", "a page filtered by status is not shortened to fit 128 KiB, so it is refused as too large (the filtered query path skips the cut)";
@@ -116,9 +120,11 @@ named_modes! {
         RolesIgnored = "roles-ignored", "AUTH-6", "roles are not checked";
         RoleAtMinimumRefused = "role-at-minimum-refused", "AUTH-6", "a role exactly at a tool's minimum is refused (> for >=)";
         MessageRoleIgnored = "message-role-ignored", "AUTH-6", "send_message does not check the role (a viewer can send)";
+        RoleHighestAnywhere = "role-highest-anywhere", "AUTH-6", "the role checked is the caller's highest in any organization: a viewer who owns another organization may write in this one";
         RevocationIgnored = "revocation-ignored", "AUTH-7", "revoked memberships still grant access";
         OwnershipBeforeScope = "ownership-before-scope", "AUTH-8", "membership is checked before scope";
         CancelToolExposed = "cancel-tool-exposed", "ABS-1", "a cancel_order tool is listed";
+        ExportTemplate = "export-template", "ABS-1", "resources/templates/list offers a bulk export of a restaurant's orders (chataigne://exports/{restaurant_id}/orders.csv)";
         CancelStatusAccepted = "cancel-status-accepted", "ABS-2", "update_order_status accepts cancelled";
         ContinuationTextless = "continuation-textless", "ENV-1", "pages reached through a cursor carry no text block";
         ChannelFilterIgnored = "channel-filter-ignored", "PAG-4", "list_orders ignores its channel filter";
@@ -205,8 +211,12 @@ impl Defects {
         schema
     }
 
-    pub fn skips_limits(&self, tool: ToolName) -> bool {
-        (self.has(Defect::AnalyticsUnbounded) || self.has(Defect::LeapDayRange))
+    pub fn skips_limits(&self, tool: ToolName, args: &Value) -> bool {
+        // `range-daily-only`: the bound applied to daily series alone.
+        let grouped = args.get("granularity").and_then(Value::as_str).is_some_and(|g| g != "day");
+        (self.has(Defect::AnalyticsUnbounded)
+            || self.has(Defect::LeapDayRange)
+            || (self.has(Defect::RangeDailyOnly) && grouped))
             && tool == ToolName::GetAnalytics
     }
 
@@ -239,6 +249,16 @@ impl Defects {
             }
         }
         None
+    }
+
+    /// LIM-4: a resource read past the tool's deadline is served anyway.
+    pub fn resource_read_late(&self) -> bool {
+        self.has(Defect::ResourceReadLate)
+    }
+
+    /// ABS-1: a resource template for a bulk export is listed.
+    pub fn export_template(&self) -> bool {
+        self.has(Defect::ExportTemplate)
     }
 
     /// Extra tools/list entries (ABS-1's defect).
@@ -567,6 +587,11 @@ impl Defects {
 
     // --- limits ---
 
+    /// AUTH-6: the role checked is the caller's highest over all their memberships.
+    pub fn role_highest_anywhere(&self) -> bool {
+        self.has(Defect::RoleHighestAnywhere)
+    }
+
     pub fn rate_disabled(&self) -> bool {
         self.has(Defect::NoRateLimit)
     }
@@ -576,13 +601,26 @@ impl Defects {
         if self.has(Defect::RetryAfterWholeSeconds) { ms / 1000 * 1000 } else { ms }
     }
 
+    /// PROTO-2: a prompts/get that names no prompt the server has answers the first one.
+    pub fn unknown_prompt_first(&self) -> bool {
+        self.has(Defect::UnknownPromptFirst)
+    }
+
     /// PROTO-2: the error of a prompts/get that names no prompt the server has.
     pub fn unknown_prompt_internal(&self) -> bool {
         self.has(Defect::UnknownPromptInternal)
     }
 
-    pub fn rate_client(&self, client: &str) -> String {
-        if self.has(Defect::RateLimitPerUser) { String::new() } else { client.to_owned() }
+    /// What the rate window's client part is: the client, none (`rate-limit-per-user`), or the
+    /// client and the restaurant the call names (`rate-per-restaurant`).
+    pub fn rate_client(&self, client: &str, args: &Value) -> String {
+        if self.has(Defect::RateLimitPerUser) {
+            return String::new();
+        }
+        match args.get("restaurant_id").and_then(Value::as_str) {
+            Some(restaurant) if self.has(Defect::RatePerRestaurant) => format!("{client}/{restaurant}"),
+            _ => client.to_owned(),
+        }
     }
 
     pub fn read_timeout_code(&self) -> ErrorCode {

@@ -170,7 +170,18 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+        let mut templates = resources::templates();
+        if self.app.defects.export_template() {
+            // Listed only: advertising the operation is the defect (ABS-1 judges what is offered).
+            templates.push(
+                rmcp::model::ResourceTemplate::new(
+                    "chataigne://exports/{restaurant_id}/orders.csv",
+                    "orders export",
+                )
+                .with_mime_type("text/csv"),
+            );
+        }
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
     async fn read_resource(
@@ -179,6 +190,12 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.as_str();
+        if self.app.defects.export_template() && uri.starts_with("chataigne://exports/") {
+            // The `export-template` defect serves what it lists: an export's header line.
+            let csv = rmcp::model::ResourceContents::text("id,status,total_cents\n", uri)
+                .with_mime_type("text/csv");
+            return Ok(rmcp::model::ReadResourceResult::new(vec![csv]).into());
+        }
         let id = match resources::target(uri) {
             Target::Contract => return Ok(resources::contract().into()),
             Target::Unknown => return Err(resources::not_found(uri)),
@@ -225,6 +242,20 @@ impl ServerHandler for Handler {
             {
                 Err(ErrorData::internal_error(ErrorCode::ResourceForbidden.as_str(), None))
             }
+            Ok(Err(error))
+                if self.app.defects.resource_read_late() && error.code == ErrorCode::ToolTimeout =>
+            {
+                // The `resource-read-late` defect: a read past the tool's deadline waits for the
+                // store instead, and serves the restaurant late.
+                let found = self.app.store.read().restaurant(id).map(serde_json::to_value);
+                match found {
+                    Some(Ok(restaurant)) => {
+                        let envelope = json!({ "data": { "restaurant": restaurant }, "meta": { "request_id": request_id } });
+                        Ok(resources::restaurant(uri, &envelope).into())
+                    }
+                    _ => Err(resources::refused(uri, &request_id, &error)),
+                }
+            }
             Ok(Err(error)) => Err(resources::refused(uri, &request_id, &error)),
             Err(UnknownTool) => Err(ErrorData::internal_error("get_restaurant", None)),
         }
@@ -250,7 +281,12 @@ impl ServerHandler for Handler {
         if unknown {
             return Err(ErrorData::internal_error("internal error", None));
         }
-        prompts::get(&request.name, request.arguments.as_ref()).map(Into::into)
+        // The `unknown-prompt-first` defect: an unknown name falls back to the first prompt.
+        let name = match prompts::exists(&request.name) {
+            false if self.app.defects.unknown_prompt_first() => prompts::first(),
+            _ => request.name.as_str(),
+        };
+        prompts::get(name, request.arguments.as_ref()).map(Into::into)
     }
 }
 

@@ -92,6 +92,11 @@ pub fn list() -> Vec<Prompt> {
         .collect()
 }
 
+/// The name of the first prompt listed.
+pub fn first() -> &'static str {
+    PROMPTS[0].name
+}
+
 /// Whether the server has a prompt of this name.
 pub fn exists(name: &str) -> bool {
     PROMPTS.iter().any(|p| p.name == name)
