@@ -227,6 +227,9 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         let mut cursors = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut walked = std::collections::HashSet::new();
+        // Every item in the order the walk gave them.
+        let mut sequence: Vec<String> = Vec::new();
+        let mut first_page = 0;
         let mut ended: Option<crate::client::Exchange> = None;
         let mut args = case.args.clone();
         for page in 0..MAX_PAGES {
@@ -247,10 +250,14 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
             }
             for item in &items {
                 let id = item.get("id").map_or_else(|| item.to_string(), Value::to_string);
+                sequence.push(id.clone());
                 if !seen.insert(id.clone()) {
                     let detail = format!("{}: item {id} came on two pages of one walk", case.tool);
                     return vec![trail.observed("PAG-4", detail, &case.tool, &args, &ex)];
                 }
+            }
+            if page == 0 {
+                first_page = items.len();
             }
             walked.extend(items.iter().filter_map(|i| i.get("id")?.as_str().map(str::to_owned)));
             let next = ex.structured().and_then(|s| s.pointer("/meta/next_cursor")).and_then(Value::as_str);
@@ -263,29 +270,37 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
         }
         // `the walk yields every order of … exactly once`: a whole walk of a restaurant's orders,
         // no filter, holds every order the dataset gives it (the fuzzer creates none).
-        let unfiltered =
-            case.args.as_object().is_some_and(|a| a.keys().all(|k| k == "restaurant_id" || k == "limit"));
-        if let (Some(last), true, Some(restaurant)) = (
-            &ended,
-            case.tool == "list_orders" && unfiltered,
-            case.args.get("restaurant_id").and_then(Value::as_str),
-        ) {
-            let ctx = engine.caller.ctx;
-            let expected: Vec<String> = ctx
-                .dataset
-                .orders_of(&ctx.id_map.to_dataset(restaurant))
-                .map(|o| ctx.id_map.to_server(&o.id))
-                .collect();
+        // The same for the messages of a conversation (PAG-8's pages): every message the dataset
+        // gives it (the fuzzer's own messages come on top).
+        let unfiltered = case.args.as_object().is_some_and(|a| {
+            a.keys().all(|k| ["restaurant_id", "limit", "conversation_id", "message_limit"].contains(&k.as_str()))
+        });
+        let ctx = engine.caller.ctx;
+        let expected: Option<(Vec<String>, &str)> = match case.tool.as_str() {
+            "list_orders" => case.args.get("restaurant_id").and_then(Value::as_str).map(|restaurant| {
+                let restaurant = ctx.id_map.to_dataset(restaurant);
+                let orders = ctx.dataset.orders_of(&restaurant).map(|o| ctx.id_map.to_server(&o.id));
+                (orders.collect(), "orders")
+            }),
+            "get_conversation" => case.args.get("conversation_id").and_then(Value::as_str).map(|c| {
+                let c = ctx.id_map.to_dataset(c);
+                let messages = ctx.dataset.messages.iter().filter(|m| m.conversation_id == c);
+                (messages.map(|m| ctx.id_map.to_server(&m.id)).collect(), "messages")
+            }),
+            _ => None,
+        };
+        if let (Some(last), true, Some((expected, what))) = (&ended, unfiltered, expected) {
             let missed = crate::rules::missed(&walked, &expected);
             if !missed.is_empty() {
+                let clause = if what == "messages" { "PAG-8" } else { "PAG-4" };
                 let detail = format!(
-                    "{}: a walk of every page missed {} of the {} orders the dataset has ({})",
+                    "{}: a walk of every page missed {} of the {} {what} the dataset has ({})",
                     case.tool,
                     missed.len(),
                     expected.len(),
                     missed.iter().take(3).copied().collect::<Vec<_>>().join(", ")
                 );
-                return vec![trail.observed("PAG-4", detail, &case.tool, &args, last)];
+                return vec![trail.observed(clause, detail, &case.tool, &args, last)];
             }
         }
         if cursors.is_empty() {
@@ -310,6 +325,31 @@ pub fn cursor(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option<Curso
                 }
                 if let Some(faults) = trail.checked(&case.tool, &other, &ex) {
                     return faults;
+                }
+                // PAG-4: it continues where the first page ended, with the walk's next items (a
+                // cursor holding a page number, page × limit, skips or repeats some).
+                // (Orders only: no tool creates one, so nothing moves the walk's order meanwhile.)
+                let first = first_page;
+                let items: Vec<String> = ex
+                    .structured()
+                    .and_then(|s| s.get("data"))
+                    .and_then(Value::as_object)
+                    .and_then(|d| d.values().find_map(Value::as_array))
+                    .into_iter()
+                    .flatten()
+                    .map(|item| item.get("id").map_or_else(|| item.to_string(), Value::to_string))
+                    .collect();
+                let want: Vec<&String> = sequence.iter().skip(first).take(items.len()).collect();
+                let orders = case.tool == "list_orders";
+                if orders && succeeded(&ex) && !items.is_empty() && items.iter().collect::<Vec<_>>() != want {
+                    let detail = format!(
+                        "{}: the first page's cursor sent with limit {} continued with [{}], not the walk's next items [{}]",
+                        case.tool,
+                        other["limit"],
+                        items.join(", "),
+                        want.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    );
+                    return vec![trail.observed("PAG-4", detail, &case.tool, &other, &ex)];
                 }
             }
         }
@@ -709,6 +749,25 @@ pub fn precondition(engine: &Engine<'_>, cases: u32, rng: TestRng, fixed: Option
                 return vec![trail.observed("PRE-2", detail, "list_orders", &list, &page)];
             };
             list["cursor"] = json!(cursor);
+        }
+        // PRE-3: on along the lifecycle, each step with the right expected_status, as far as the
+        // case says (to completed at most): every step the lifecycle allows is served.
+        let last = step + 1 + case.target.index(lifecycle.len() - step - 1);
+        let mut at = next;
+        for &to in &lifecycle[step + 2..=last] {
+            let write = json!({ "restaurant_id": restaurant, "order_id": order, "status": to, "expected_status": at });
+            let Some(moved) = trail.call("update_order_status", &write) else { return Vec::new() };
+            if let Some(faults) = trail.checked("update_order_status", &write, &moved) {
+                return faults;
+            }
+            if !succeeded(&moved) {
+                let detail = format!(
+                    "update_order_status {at} → {to}, a step the lifecycle allows, with the right expected_status was refused ({})",
+                    moved.summary()
+                );
+                return vec![trail.observed("PRE-3", detail, "update_order_status", &write, &moved)];
+            }
+            at = to;
         }
         // What the reference answered differently (a field the write should not have changed).
         trail.differences()

@@ -171,6 +171,40 @@ pub fn unknown_finding(ex: &Exchange) -> Result<Option<String>, String> {
     Ok((!expected.contains(&code)).then(|| format!("{what} answered {code}, not {expected:?}")))
 }
 
+/// The caller's own record of `kind` in the dataset (the home tenant's landmarks), in dataset IDs.
+pub fn own_record(d: &Dataset, kind: &str) -> Option<String> {
+    let l = &d.landmarks;
+    Some(match kind {
+        "organization" => l.home_organization.clone(),
+        "restaurant" => l.busy_restaurant.clone(),
+        "order" => d.orders.iter().find(|o| o.restaurant_id == l.busy_restaurant)?.id.clone(),
+        "conversation" => l.long_conversation.clone(),
+        "transcript" => l.small_transcript.clone(),
+        _ => d.instructions.iter().find(|i| i.restaurant_id == l.busy_restaurant)?.id.clone(),
+    })
+}
+
+/// PROTO-2's unknown prompt asked again with the arguments of each prompt a `prompts/list`
+/// answer lists, each filled by `own` (the caller's record of the argument's kind, as the server
+/// names it) or a word: a server that falls back to a prompt it has shows it only then.
+pub fn unknown_prompt_asks(listed: &Exchange, own: impl Fn(&str) -> Option<String>) -> Vec<Value> {
+    let prompts = entries(listed, &LISTS[3]).cloned().unwrap_or_default();
+    prompts
+        .iter()
+        .map(|prompt| {
+            let mut arguments = serde_json::Map::new();
+            for arg in prompt.get("arguments").and_then(Value::as_array).into_iter().flatten() {
+                let Some(name) = arg.get("name").and_then(Value::as_str) else { continue };
+                let value = super::resources::kind_of(name)
+                    .and_then(&own)
+                    .unwrap_or_else(|| "conformance".to_owned());
+                arguments.insert(name.to_owned(), Value::String(value));
+            }
+            serde_json::json!({ "name": UNKNOWN_PROMPT, "arguments": arguments })
+        })
+        .collect()
+}
+
 /// The `uri` of every resource of a `resources/list` page.
 pub fn resource_uris(ex: &Exchange) -> Vec<String> {
     let surface = LISTS[1];

@@ -119,33 +119,12 @@ async fn ask_unknown(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     w.rpc("resources/read", json!({ "uri": rules::UNKNOWN_URI })).await?;
     // The unknown name again with the arguments of each prompt the server lists, filled with the
     // caller's own records: a server that falls back to a prompt it has only shows it then.
-    let listed = w.rpc("prompts/list", json!({})).await?;
-    let prompts = listed.result().and_then(|r| r.get("prompts")).and_then(Value::as_array).cloned();
-    for prompt in prompts.unwrap_or_default() {
-        let mut arguments = serde_json::Map::new();
-        for arg in prompt.get("arguments").and_then(Value::as_array).into_iter().flatten() {
-            let Some(name) = arg.get("name").and_then(Value::as_str) else { continue };
-            let own = crate::rules::resources::kind_of(name).and_then(|k| own_record(w, k));
-            let value = own.map_or_else(|| "conformance".to_owned(), |id| w.ctx().id_map.to_server(&id));
-            arguments.insert(name.to_owned(), json!(value));
-        }
-        w.rpc("prompts/get", json!({ "name": rules::UNKNOWN_PROMPT, "arguments": arguments })).await?;
+    let listed = w.rpc("prompts/list", json!({})).await?.clone();
+    let own = |kind: &str| rules::own_record(w.dataset(), kind).map(|id| w.ctx().id_map.to_server(&id));
+    for params in rules::unknown_prompt_asks(&listed, own) {
+        w.rpc("prompts/get", params).await?;
     }
     Ok(())
-}
-
-/// The caller's own record of `kind` in the dataset (the home tenant's landmarks).
-fn own_record(w: &ConformanceWorld, kind: &str) -> Option<String> {
-    let d = w.dataset();
-    let l = &d.landmarks;
-    Some(match kind {
-        "organization" => l.home_organization.clone(),
-        "restaurant" => l.busy_restaurant.clone(),
-        "order" => d.orders.iter().find(|o| o.restaurant_id == l.busy_restaurant)?.id.clone(),
-        "conversation" => l.long_conversation.clone(),
-        "transcript" => l.small_transcript.clone(),
-        _ => d.instructions.iter().find(|i| i.restaurant_id == l.busy_restaurant)?.id.clone(),
-    })
 }
 
 #[then("each is refused with a JSON-RPC error, the codes MCP names by the reference's choice")]

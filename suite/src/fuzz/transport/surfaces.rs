@@ -66,10 +66,16 @@ pub(super) fn judge(engine: &Engine<'_>, name: &str) -> Option<Vec<Judged>> {
 /// (MCP's codes: the reference's choice `unknown-name-codes`).
 fn unknown_names(engine: &Engine<'_>, name: &str) -> Vec<Judged> {
     let Some(mut client) = session(engine, name) else { return Vec::new() };
-    let asks = [
+    let mut asks = vec![
         ("prompts/get", json!({ "name": caps::UNKNOWN_PROMPT })),
         ("resources/read", json!({ "uri": caps::UNKNOWN_URI })),
     ];
+    // Again with each listed prompt's arguments (`caps::unknown_prompt_asks`).
+    if let Some(listed) = try_send(engine, client.request("prompts/list", json!({}))) {
+        let ctx = engine.caller.ctx;
+        let own = |kind: &str| caps::own_record(&ctx.dataset, kind).map(|id| ctx.id_map.to_server(&id));
+        asks.extend(caps::unknown_prompt_asks(&listed, own).into_iter().map(|p| ("prompts/get", p)));
+    }
     let mut out = Vec::new();
     for (method, params) in asks {
         let Some(ex) = try_send(engine, client.request(method, params)) else { return out };
