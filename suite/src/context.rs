@@ -290,6 +290,9 @@ pub fn load_dataset(path: Option<&Path>) -> anyhow::Result<Dataset> {
     }
 }
 
+/// Idle connections the run keeps per host between calls.
+pub const MAX_IDLE_CONNECTIONS: usize = 32;
+
 pub fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
     // Calls time out through `tokio::time::timeout` at `timeout`, with one message for every
     // phase; reqwest's own limit is only a backstop.
@@ -299,6 +302,9 @@ pub fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
         // Idle connections are dropped before a server closes them (the reference does after
         // 30 s, nginx after 75 s), so no call races a server closing its connection.
         .pool_idle_timeout(Duration::from_secs(5))
+        // And few are kept: a server's connection cap (the reference's 512, a proxy's worker
+        // connections) counts idle ones too, and a burst needs its connections open at once.
+        .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .context("cannot build the HTTP client")

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// Calls in flight at once, each through its own session of the same persona (so the same
 /// pair): fast enough to exceed 1000 a minute against a server answering in up to ~900 ms.
-pub const IN_FLIGHT: usize = 96;
+pub const IN_FLIGHT: usize = 64;
 
 /// A burst that met no refusal for this long stops (a server too slow to be driven past the
 /// rate; a bucket drained at a low rate).

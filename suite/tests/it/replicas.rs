@@ -90,7 +90,16 @@ fn one_server_named_as_every_replica_is_one_server() {
         Deployment::start("one", 1, |endpoints| vec![endpoints[0].replace("127.0.0.1", "localhost")]);
     assert_eq!(deployment_urls(&deployment).len(), 2);
     let outcome = crate::fake::run_profile(&deployment.profile, &["--level", "full"]);
-    assert_eq!(outcome.code, 0, "{:?}", outcome.error);
+    let failed: Vec<String> = outcome
+        .report
+        .iter()
+        .flat_map(|r| &r.clauses)
+        .filter(|c| c.status != Status::Passed || c.full_status != Status::Passed)
+        .map(|c| {
+            format!("{} {:?}", c.id, c.scenarios.iter().filter_map(|s| s.message.clone()).collect::<Vec<_>>())
+        })
+        .collect();
+    assert_eq!(outcome.code, 0, "{:?} {failed:#?}", outcome.error);
 }
 
 fn deployment_urls(deployment: &Deployment) -> Vec<String> {

@@ -215,7 +215,15 @@ fn a_server_that_stops_answering_ends_at_the_run_deadline() {
         .iter()
         .filter(|c| c["reason"].as_str().is_some_and(|r| r.contains("deadline passed")))
         .count();
-    assert!(skipped > 10, "the clauses not run say why: {skipped}");
+    // Some clauses never started (how many depends on how many scenarios run at once), and
+    // every clause that did not run says why: the deadline, or a capability the run lacks.
+    assert!(skipped > 0, "the clauses not run say why: {skipped}");
+    for c in report["clauses"].as_array().unwrap() {
+        if matches!(c["status"].as_str(), Some("skipped" | "not_run")) {
+            let reason = c["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains("deadline passed") || reason.starts_with("needs"), "{c}");
+        }
+    }
     assert_eq!(report["summary"]["certified"], json!(false), "{}", report["summary"]);
     assert!(report["summary"]["interrupted"].as_str().is_some_and(|r| r.contains("deadline")));
 }
