@@ -22,6 +22,18 @@ Feature: Authentication and authorization
     When someone with the token "not-a-token-CANARY" initializes
     Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
 
+  # RFC 6750 §3.1: a request without a bearer token (here, credentials of another scheme) gets
+  # 401 and the Bearer challenge, the same as one with no Authorization header.
+  @AUTH-1 @needs-http
+  Scenario Outline: Credentials of another scheme than Bearer are refused with a bearer challenge: <scheme>
+    When someone with the Authorization header "<credentials>" initializes
+    Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+
+    Examples:
+      | scheme | credentials              |
+      | Basic  | Basic dXNlcjpwYXNz       |
+      | Token  | Token not-a-token-CANARY |
+
   @AUTH-1 @needs-http
   Scenario: The protected resource metadata names the authorization server and the scopes
     When someone without a token initializes

@@ -60,7 +60,7 @@ Feature: The contract's tables, every case
     Then every input bound filed under LIM-7 is refused past it and served on it
 
   @IDEM-1
-  Scenario: Every keyed write refuses an idempotency key missing, too short or too long
+  Scenario: Every keyed write refuses an idempotency key missing, too short, too long or not a string
     Then every input bound filed under IDEM-1 is refused past it and served on it
 
   @PRE-1

@@ -207,3 +207,11 @@ Feature: Transport and protocol
     Given the persona "owner"
     When they initialize with the header "Host" set to "attacker.example"
     Then the request is refused with a 4xx status, 403 by the reference's choice
+
+  # X-Forwarded-Host is a header like any other: a Host check that believes it when the request
+  # did not come through a proxy the server trusts serves a rebinding page that sends it.
+  @PROTO-5 @needs-http
+  Scenario: A foreign Host is refused even with a forwarding header naming the server's own host
+    Given the persona "owner"
+    When they initialize with the header "Host" set to "attacker.example" and "X-Forwarded-Host" naming the endpoint's own host
+    Then the request is refused with a 4xx status, 403 by the reference's choice

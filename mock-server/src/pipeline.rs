@@ -39,7 +39,8 @@ pub async fn call(
     };
     // 2. The tool exists.
     let tool = ToolName::parse(name).ok_or(UnknownTool)?;
-    Ok(checked(app, principal, tool, Value::Object(args.unwrap_or_default())).await)
+    let args = app.defects.read_arguments(args.unwrap_or_default());
+    Ok(checked(app, principal, tool, Value::Object(args)).await)
 }
 
 async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Value) -> Outcome {

@@ -76,6 +76,8 @@ impl Target {
         match (&self.mutation, f) {
             // A value of another type is forbidden by the published schema, not by a bound the
             // seed states (PROTO-3: "arguments the published inputSchema forbids are refused").
+            // The idempotency key is IDEM-1's string of 8..=255 characters: a number is none.
+            (Mutation::WrongType, "idempotency_key") => "IDEM-1",
             (Mutation::WrongType, _) => "PROTO-3",
             (_, "limit") => "PAG-2",
             (Mutation::BelowMinimum(_) | Mutation::AboveMaximum(_), "message_limit") => "PAG-8",

@@ -147,7 +147,14 @@ pub struct HttpResponse {
     pub message: Option<Value>,
     /// Why `message` is missing, when a message was expected.
     pub problem: Option<String>,
+    /// The event stream's other messages (notifications, server requests) in the order they
+    /// came, at most [`MAX_OTHER_MESSAGES`]: they reach the client as much as the answer does,
+    /// so SEC-2 reads them too.
+    pub others: Vec<Value>,
 }
+
+/// How many of an event stream's messages besides the answer an exchange keeps.
+pub const MAX_OTHER_MESSAGES: usize = 32;
 
 impl McpClient {
     pub fn new(
@@ -577,6 +584,7 @@ impl McpClient {
             body: message.as_ref().map(|m| compact(m, SHOWN_BYTES)).unwrap_or_default(),
             problem: None,
             message,
+            others: Vec::new(),
         });
         Exchange {
             persona: self.persona.clone(),
@@ -644,6 +652,7 @@ fn read_head(resp: &reqwest::Response) -> HttpResponse {
         body_bytes: 0,
         message: None,
         problem: None,
+        others: Vec::new(),
     }
 }
 
@@ -714,9 +723,15 @@ async fn read_response_by(
         let ct = if content_type.is_empty() { "no content type" } else { &content_type };
         (None, Some(format!("the body is {ct}, not JSON-RPC")))
     };
+    let others = if sse {
+        let not_answers = sse_messages(&body).into_iter().filter(|v| v.get("method").is_some());
+        not_answers.take(MAX_OTHER_MESSAGES).collect()
+    } else {
+        Vec::new()
+    };
     let body_bytes = body.len();
     let body = if message.is_some() { cut(&body, SHOWN_BYTES) } else { body };
-    Ok(HttpResponse { status, headers, content_type, body, body_bytes, message, problem })
+    Ok(HttpResponse { status, headers, content_type, body, body_bytes, message, problem, others })
 }
 
 /// The `data:` payload of the SSE event answering `rpc_id` (or the first response if no id).
@@ -759,6 +774,7 @@ impl HttpResponse {
         if let Some(m) = self.message.take() {
             self.body = compact(&m, SHOWN_BYTES);
         }
+        self.others = Vec::new();
         self.problem = Some(why.to_owned());
     }
 
@@ -790,6 +806,7 @@ impl Exchange {
                 body_bytes: 0,
                 message,
                 problem: None,
+                others: Vec::new(),
             }),
             elapsed: Duration::ZERO,
             stdio: false,

@@ -302,17 +302,50 @@ pub struct BodyEdge {
     pub bytes: usize,
     /// Sent chunked, with no Content-Length: the server learns the size only by reading.
     pub chunked: bool,
+    /// Padded with whitespace between JSON tokens rather than in a string argument: the body's
+    /// size is the bytes sent, not the message parsed and written again (which drops them).
+    pub whitespace: bool,
     pub within: bool,
 }
 
+const fn body_edge(bytes: usize, chunked: bool, whitespace: bool, within: bool) -> BodyEdge {
+    BodyEdge { bytes, chunked, whitespace, within }
+}
+
 /// LIM-7 on both framings: exactly 1 MiB is read, a byte more is 413, with a Content-Length or
-/// chunked without one.
+/// chunked without one; and a byte more of whitespace, which a limit measured on the
+/// re-serialized message lets through.
 pub const BODY_EDGES: &[BodyEdge] = &[
-    BodyEdge { bytes: chataigne_contract::MAX_BODY_BYTES, chunked: false, within: true },
-    BodyEdge { bytes: chataigne_contract::MAX_BODY_BYTES + 1, chunked: false, within: false },
-    BodyEdge { bytes: chataigne_contract::MAX_BODY_BYTES, chunked: true, within: true },
-    BodyEdge { bytes: chataigne_contract::MAX_BODY_BYTES + 1, chunked: true, within: false },
+    body_edge(chataigne_contract::MAX_BODY_BYTES, false, false, true),
+    body_edge(chataigne_contract::MAX_BODY_BYTES + 1, false, false, false),
+    body_edge(chataigne_contract::MAX_BODY_BYTES, true, false, true),
+    body_edge(chataigne_contract::MAX_BODY_BYTES + 1, true, false, false),
+    body_edge(chataigne_contract::MAX_BODY_BYTES + 1, false, true, false),
 ];
+
+/// An integer past a schema's bound that a server reading it into 32 bits before the check
+/// takes for a value within: `2^32 + max` (wraps to the maximum), `2^31` (one past `i32::MAX`,
+/// negative as an `i32`) and `min - 2^32` (wraps to the minimum).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrapEdge {
+    pub value: i64,
+    /// Above the maximum (else below the minimum).
+    pub above: bool,
+    pub why: &'static str,
+}
+
+pub fn integer_wrap_edges(min: i64, max: i64) -> Vec<WrapEdge> {
+    const WRAP: i64 = 1 << 32;
+    vec![
+        WrapEdge { value: WRAP + max, above: true, why: "2^32 + its maximum, the maximum in 32 bits" },
+        WrapEdge { value: 1 << 31, above: true, why: "2^31, past a 32-bit signed integer" },
+        WrapEdge { value: min - WRAP, above: false, why: "its minimum - 2^32, the minimum in 32 bits" },
+    ]
+    .into_iter()
+    // A bound as wide as 32 bits has no wrap past it.
+    .filter(|e| !(min..=max).contains(&e.value))
+    .collect()
+}
 
 #[cfg(test)]
 mod tests {
@@ -402,5 +435,19 @@ mod tests {
             assert!(mine.iter().any(|e| e.within && e.bytes == chataigne_contract::MAX_BODY_BYTES));
             assert!(mine.iter().any(|e| !e.within && e.bytes == chataigne_contract::MAX_BODY_BYTES + 1));
         }
+        assert!(BODY_EDGES.iter().any(|e| e.whitespace && !e.within));
+    }
+
+    #[test]
+    fn integer_wraps_land_on_the_bound_or_overflow_32_bits() {
+        let edges = integer_wrap_edges(1, 50);
+        let values: Vec<i64> = edges.iter().map(|e| e.value).collect();
+        assert_eq!(values, [(1 << 32) + 50, 1 << 31, 1 - (1 << 32)]);
+        // Cast to 32 bits, the wrapped ones are the bounds themselves: served if the cast comes
+        // before the check.
+        assert_eq!(edges[0].value as u32, 50);
+        assert_eq!(edges[2].value as i32, 1);
+        assert_eq!(edges[1].value as i32, i32::MIN);
+        assert!(edges.iter().all(|e| !(1..=50).contains(&e.value)));
     }
 }

@@ -328,6 +328,18 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     if read {
                         push(format!("`{field}` = {m}, on its bound"), Some(json!(m)), Expect::Served);
                     }
+                    // Past the bound by 32-bit wraps (`crate::edges::integer_wrap_edges`): a
+                    // server that casts before it checks takes them for values within.
+                    let lo = prop.get("minimum").and_then(Value::as_i64).unwrap_or(m);
+                    let hi = prop.get("maximum").and_then(Value::as_i64).unwrap_or(m);
+                    let wraps = crate::edges::integer_wrap_edges(lo, hi).into_iter();
+                    for e in wraps.filter(|e| e.above == above && !(above && field == "message_limit")) {
+                        push(
+                            format!("`{field}` = {}, {}", e.value, e.why),
+                            Some(json!(e.value)),
+                            Expect::Refused,
+                        );
+                    }
                 }
                 Mutation::TooLong(m) => {
                     push(target.describe(), Some(json!(filler(&prop, m as usize + 1))), Expect::Refused);
@@ -406,6 +418,9 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                 }
                 Mutation::WrongType => {
                     push(target.describe(), Some(wrong_type(&prop)), Expect::Refused);
+                    // A second type, the other scalar a lenient reader turns into this one.
+                    let (name, value) = other_wrong_type(&prop);
+                    push(format!("`{field}` as {name}"), Some(value), Expect::Refused);
                     // `null` for an optional member is no value of its type either: a server that
                     // drops nulls before validating serves the call as if it were absent. (A
                     // required one has its `null` row above.)
@@ -707,7 +722,6 @@ fn enum_items(prop: &Value) -> Vec<Value> {
     prop.pointer("/items/enum").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
-/// A value of another JSON type than the member's first.
 /// Whether the member's schema admits `null`.
 fn allows_null(prop: &Value) -> bool {
     match prop.get("type") {
@@ -717,18 +731,42 @@ fn allows_null(prop: &Value) -> bool {
     }
 }
 
-fn wrong_type(prop: &Value) -> Value {
-    let first = match prop.get("type") {
+fn first_type(prop: &Value) -> Option<&str> {
+    match prop.get("type") {
         Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null"),
         Some(t) => t.as_str(),
         None => None,
-    };
-    match first {
+    }
+}
+
+/// A value of another JSON type than the member's, the one a lenient reader most likely takes
+/// for it: a number for a string has as many digits as the string's bounds allow, so a server
+/// that reads it as its decimal text finds it valid (`12345678` for an 8..=255 key).
+fn wrong_type(prop: &Value) -> Value {
+    match first_type(prop) {
         Some("integer" | "number") => json!("7"),
         Some("array") => json!("x"),
         Some("boolean") => json!("true"),
         Some("object") => json!([]),
-        _ => json!(7),
+        _ => {
+            let min = prop.get("minLength").and_then(Value::as_u64).unwrap_or(1).max(1);
+            let max = prop.get("maxLength").and_then(Value::as_u64).unwrap_or(u64::MAX);
+            // At most 18 digits: exact as a JSON number in every reader.
+            let digits = min.min(max).min(18) as usize;
+            let text: String = "123456789".chars().cycle().take(digits).collect();
+            json!(text.parse::<u64>().unwrap_or(7))
+        }
+    }
+}
+
+/// A second value of another type (its name, the value): the other scalar (a boolean, or 1 for
+/// a boolean), an object for an array, a string for an object.
+fn other_wrong_type(prop: &Value) -> (&'static str, Value) {
+    match first_type(prop) {
+        Some("boolean") => ("the number 1", json!(1)),
+        Some("array") => ("an object", json!({})),
+        Some("object") => ("a string", json!("x")),
+        _ => ("the boolean true", json!(true)),
     }
 }
 

@@ -42,6 +42,7 @@ named_modes! {
         OutputOffSchema = "output-off-schema", "PROTO-4", "orders carry total_cents as a string";
         OriginUnchecked = "origin-unchecked", "PROTO-5", "a foreign Origin is served (no DNS-rebinding protection)";
         HostUnchecked = "host-unchecked", "PROTO-5", "any Host is served when no Origin is sent (Origin still checked)";
+        ForwardedHostTrusted = "forwarded-host-trusted", "PROTO-5", "the Host check reads X-Forwarded-Host when a request has one, whoever sent it: a foreign Host forwarded as the server's own is served";
         OriginPostOnly = "origin-post-only", "PROTO-5", "the Origin check runs for POST only: a GET or DELETE of /mcp from a foreign Origin is answered as without one";
         NoTextSummary = "no-text-summary", "ENV-1", "successes carry no text content block";
         NoRequestIdHeader = "no-request-id-header", "ENV-2", "no x-request-id header";
@@ -84,6 +85,8 @@ named_modes! {
         HugeOutput = "huge-output", "LIM-6", "a single item over 128 KiB is returned";
         BodyUnbounded = "body-unbounded", "LIM-7", "request bodies over 1 MiB are accepted";
         BodyLimitContentLengthOnly = "body-limit-content-length-only", "LIM-7", "only a Content-Length is checked against 1 MiB: a chunked body over it is read and served";
+        BodyLimitReserialized = "body-limit-reserialized", "LIM-7", "the 1 MiB limit is held to the message parsed and written again: a body over it made of whitespace is served";
+        LimitWraps32 = "limit-wraps-32", "PAG-2", "limit is read as a 64-bit integer then cast to 32 bits before its bound is checked: 2^32 + 20 is served as 20";
         PreconditionOptional = "precondition-optional", "PRE-1", "expected_status may be omitted";
         ExpectedStatusIgnored = "expected-status-ignored", "PRE-2", "expected_status is not compared";
         LifecycleUnchecked = "lifecycle-unchecked", "PRE-3", "any status transition is allowed";
@@ -92,6 +95,7 @@ named_modes! {
         StaleReadAfterWrite = "stale-read-after-write", "PRE-2", "get_order answers the status an order had before its last successful update (a read cache the write does not invalidate)";
         NoCompareAndSet = "no-compare-and-set", "PRE-4", "the effect does not re-check the state (racing writes all win)";
         KeyOptional = "key-optional", "IDEM-1", "idempotency_key may be omitted";
+        NumericKeyAccepted = "numeric-key-accepted", "IDEM-1", "an idempotency_key given as a JSON number is taken as its decimal text: 12345678 runs";
         KeyLengthBytes = "key-length-bytes", "IDEM-1", "idempotency_key's length is counted in UTF-8 bytes: 255 \"é\" are refused, 7 are accepted";
         ReplayNotFlagged = "replay-not-flagged", "IDEM-2", "a replay says replayed: false";
         MismatchReplayed = "mismatch-replayed", "IDEM-3", "a key reused with other arguments replays";
@@ -102,6 +106,7 @@ named_modes! {
         FailuresStored = "failures-stored", "IDEM-7", "a failed call keeps its key";
         RawKeyLogged = "raw-key-logged", "IDEM-8", "idempotency keys are written to the log";
         TokenCheckedAtInitialize = "token-checked-at-initialize", "AUTH-1", "only initialize needs a valid token: a later request without one (it names its MCP-Protocol-Version) is served as the last principal the server authenticated";
+        OtherSchemeBadRequest = "other-scheme-bad-request", "AUTH-1", "an Authorization header of another scheme than Bearer gets 400 invalid_request without a WWW-Authenticate challenge";
         NoAuthentication = "no-authentication", "AUTH-1", "a request without a token is served as the owner";
         MetadataResourceOrigin = "metadata-resource-origin", "AUTH-1", "the protected resource metadata names the server's origin as its resource, not the MCP endpoint's URL";
         AudienceUnchecked = "audience-unchecked", "AUTH-2", "tokens for another audience are accepted";
@@ -196,6 +201,23 @@ impl Defects {
             });
         }
         s
+    }
+
+    /// A tool call's arguments as a lenient reader leaves them before the schema sees them:
+    /// `limit-wraps-32` casts a `limit` past 32 bits to them, `numeric-key-accepted` takes a
+    /// numeric `idempotency_key` as its decimal text.
+    pub fn read_arguments(&self, mut args: serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+        if self.has(Defect::LimitWraps32)
+            && let Some(n) = args.get("limit").and_then(Value::as_u64).filter(|n| *n > u64::from(u32::MAX))
+        {
+            args.insert("limit".into(), (n as u32).into());
+        }
+        if self.has(Defect::NumericKeyAccepted)
+            && let Some(n) = args.get("idempotency_key").filter(|k| k.is_number()).map(Value::to_string)
+        {
+            args.insert("idempotency_key".into(), n.into());
+        }
+        args
     }
 
     /// The schema the server validates against, from the one it publishes: `key-length-bytes`
@@ -641,13 +663,27 @@ impl Defects {
     }
 
     /// The gate's body limit for a request with these headers: `body-limit-content-length-only`
-    /// holds a body to 1 MiB only when it says its length.
+    /// holds a body to 1 MiB only when it says its length; `body-limit-reserialized` reads any
+    /// body and holds the message to it ([`Defects::reserialized_body`]).
     pub fn body_limit_of(&self, headers: &HeaderMap) -> usize {
         if self.has(Defect::BodyLimitContentLengthOnly) && headers.contains_key(header::CONTENT_LENGTH) {
             chataigne_contract::MAX_BODY_BYTES
+        } else if self.has(Defect::BodyLimitReserialized) {
+            64 * 1024 * 1024
         } else {
             self.body_limit()
         }
+    }
+
+    /// `body-limit-reserialized`: a body over 1 MiB that is JSON is measured once written again
+    /// (compact): `None` if that is still over the limit (or no JSON), else the compact message
+    /// goes on.
+    pub fn reserialized_body(&self, body: axum::body::Bytes) -> Option<axum::body::Bytes> {
+        if !self.has(Defect::BodyLimitReserialized) || body.len() <= chataigne_contract::MAX_BODY_BYTES {
+            return Some(body);
+        }
+        let compact = serde_json::from_slice::<Value>(&body).ok()?.to_string();
+        (compact.len() <= chataigne_contract::MAX_BODY_BYTES).then(|| compact.into())
     }
 
     /// The kind whose deadline a tool of `kind` is held to.
@@ -782,6 +818,28 @@ impl Defects {
 
     /// AUTH-1 under `token-checked-at-initialize`: who a request without a valid token is
     /// served as, when it is not the handshake (it names its MCP-Protocol-Version).
+    /// `other-scheme-bad-request`: the refusal of credentials of another scheme than Bearer.
+    pub fn other_scheme_refusal(&self, headers: &HeaderMap) -> Option<Response> {
+        let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+        let bearer = value.split_once(' ').is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"));
+        (self.has(Defect::OtherSchemeBadRequest) && !bearer).then(|| {
+            let body = serde_json::json!({ "error": "invalid_request" });
+            (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+        })
+    }
+
+    /// `forwarded-host-trusted`: the Host rmcp checks becomes the request's X-Forwarded-Host.
+    pub fn forwarded_host(&self, headers: &mut HeaderMap) {
+        if !self.has(Defect::ForwardedHostTrusted) {
+            return;
+        }
+        let forwarded = headers.get("x-forwarded-host").and_then(|v| v.to_str().ok());
+        let first = forwarded.and_then(|v| v.split(',').next()).map(str::trim);
+        if let Some(host) = first.and_then(|h| HeaderValue::from_str(h).ok()) {
+            headers.insert(header::HOST, host);
+        }
+    }
+
     pub fn unauthenticated_principal(&self, headers: &HeaderMap) -> Option<Principal> {
         let later = headers.contains_key("mcp-protocol-version");
         (self.has(Defect::TokenCheckedAtInitialize) && later)

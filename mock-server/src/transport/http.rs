@@ -84,6 +84,10 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     {
         return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();
     }
+    app.defects.forwarded_host(request.headers_mut());
+    if let Some(refusal) = app.defects.other_scheme_refusal(request.headers()) {
+        return refusal;
+    }
     let principal = match authenticate(app, request.headers()) {
         Some(p) => {
             app.defects.authenticated(&p);
@@ -100,6 +104,9 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
         let bytes = match axum::body::to_bytes(body, app.defects.body_limit_of(&parts.headers)).await {
             Ok(bytes) => bytes,
             Err(e) => return body_refusal(BodyError::of(&e)),
+        };
+        let Some(bytes) = app.defects.reserialized_body(bytes) else {
+            return body_refusal(BodyError::TooLarge);
         };
         if let Some(refusal) = check_json_rpc(&bytes) {
             return refusal;

@@ -147,7 +147,8 @@ pub fn probes(engine: &Engine<'_>) -> Vec<String> {
     }
     // LIM-7 on both framings (`crate::edges::BODY_EDGES`): a server that checks only the
     // Content-Length serves a chunked body of any size.
-    out.extend(crate::edges::BODY_EDGES.iter().map(|e| {
+    // (The whitespace-padded edge is the feature's only: a probe's name carries size and framing.)
+    out.extend(crate::edges::BODY_EDGES.iter().filter(|e| !e.whitespace).map(|e| {
         let framing = if e.chunked { BODY_CHUNKED } else { "" };
         format!("body {}{framing}", e.bytes)
     }));

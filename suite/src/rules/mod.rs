@@ -251,8 +251,13 @@ pub fn leaks<'m>(ex: &Exchange, markers: &[&'m str]) -> Vec<&'m str> {
     // The HTTP headers too: a detail header is as readable as the body.
     let headers: Vec<String> =
         ex.response().into_iter().flat_map(|r| &r.headers).map(|(k, v)| format!("{k}: {v}")).collect();
+    // And every other message of an event stream (a log notification forwarded before the
+    // answer): the client reads it as it reads the answer.
+    let others: Vec<String> =
+        ex.response().into_iter().flat_map(|r| &r.others).map(Value::to_string).collect();
     let seen =
-        format!("{error}\n{rpc}\n{}\n{}", ex.texts().join("\n"), headers.join("\n")).to_ascii_lowercase();
+        format!("{error}\n{rpc}\n{}\n{}\n{}", ex.texts().join("\n"), headers.join("\n"), others.join("\n"))
+            .to_ascii_lowercase();
     markers.iter().copied().filter(|m| seen.contains(m)).collect()
 }
 
@@ -334,6 +339,13 @@ mod tests {
         // internal-error-leaks: a stack trace in the message.
         assert_eq!(leaks(&leak, INTERNAL_MARKERS), vec!["panicked", ".rs:", "src/", "thread '"]);
         assert!(leaks(&refused("MCP_INTERNAL_ERROR"), INTERNAL_MARKERS).is_empty());
+        // A clean answer on an event stream whose log notification came first (b9-09).
+        let mut streamed = refused("MCP_INTERNAL_ERROR");
+        streamed.response_mut_for_test().others = vec![json!({
+            "jsonrpc": "2.0", "method": "notifications/message",
+            "params": { "level": "error", "data": "connection to postgres://u:p@db refused" },
+        })];
+        assert_eq!(leaks(&streamed, INTERNAL_MARKERS), vec!["postgres", "refused"]);
     }
 
     /// The markers are the feature's table, word for word.

@@ -319,6 +319,19 @@ pub fn sized_tools_call(id: u64, restaurant: &str, size: usize) -> Result<Vec<u8
     Ok(body(&"a".repeat(pad)).into_bytes())
 }
 
+/// [`sized_tools_call`] padded with spaces after its opening brace instead (a one-character
+/// query): `size` bytes sent, a message of a few hundred once parsed.
+pub fn whitespace_tools_call(id: u64, restaurant: &str, size: usize) -> Result<Vec<u8>, usize> {
+    let small = sized_tools_call(id, restaurant, 0).unwrap_err() + 1;
+    let body = sized_tools_call(id, restaurant, small)?;
+    let pad = size.checked_sub(body.len()).ok_or(body.len())?;
+    let mut out = Vec::with_capacity(size);
+    out.push(b'{');
+    out.resize(1 + pad, b' ');
+    out.extend_from_slice(&body[1..]);
+    Ok(out)
+}
+
 /// The 2026-07-28 mirror-header cases of `transport.feature`, and the header each changes
 /// (an empty value removes it).
 pub const MIRROR_CASES: [(&str, (&str, &str)); 5] = [
@@ -336,8 +349,16 @@ pub fn mirror_override(case: &str) -> Option<(&'static str, &'static str)> {
 
 #[cfg(test)]
 mod tests {
-
     use super::*;
+
+    #[test]
+    fn a_whitespace_padded_call_is_its_size_and_small_once_parsed() {
+        let body = super::whitespace_tools_call(7, "rst_x", 5000).unwrap();
+        assert_eq!(body.len(), 5000);
+        let parsed: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(parsed.to_string().len() < 300);
+        assert_eq!(parsed["params"]["arguments"]["query"], "a");
+    }
 
     #[test]
     fn the_metadata_names_the_endpoint_it_protects() {

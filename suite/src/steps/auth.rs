@@ -29,6 +29,17 @@ async fn some_token(w: &mut ConformanceWorld, token: String) -> anyhow::Result<(
     Ok(())
 }
 
+/// AUTH-1 for credentials of another scheme than Bearer (`Basic …`): the endpoint's only scheme is
+/// Bearer, so the request carries no bearer token, as if it had no header at all.
+#[when(expr = "someone with the Authorization header {string} initializes")]
+async fn other_scheme(w: &mut ConformanceWorld, value: String) -> anyhow::Result<()> {
+    let mut client = w.ctx().anonymous_client(None, Some("(another scheme)".to_owned()));
+    let header = [("Authorization".to_owned(), w.expand(&value))];
+    let ex = client.initialize_with(crate::client::PROTOCOL_VERSION, &header).await;
+    w.record(ex);
+    Ok(())
+}
+
 /// Over stdio: the server started without the token variable; "they" is that session.
 #[when("someone without a token starts the server over stdio")]
 async fn stdio_no_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {

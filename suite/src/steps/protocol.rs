@@ -195,6 +195,31 @@ async fn initialize_headers(
     Ok(())
 }
 
+/// PROTO-5 behind a forged forwarding header: a foreign `Host` with `name` (X-Forwarded-Host)
+/// naming the endpoint's own host and port. Any client can send that header, so a Host check that
+/// believes it lets a rebinding page through (only a proxy the server is told to trust may
+/// speak for the Host).
+#[when(
+    expr = "they initialize with the header \"Host\" set to {string} and {string} naming the endpoint's own host"
+)]
+async fn initialize_forged_forward(
+    w: &mut ConformanceWorld,
+    host: String,
+    name: String,
+) -> anyhow::Result<()> {
+    let mut client = w.fresh_client()?;
+    let own = reqwest::Url::parse(client.endpoint())
+        .ok()
+        .and_then(|u| {
+            Some(format!("{}{}", u.host_str()?, u.port().map(|p| format!(":{p}")).unwrap_or_default()))
+        })
+        .ok_or_else(|| anyhow!("the endpoint {} names no host", client.endpoint()))?;
+    let headers = [("Host".to_owned(), host), (name, own)];
+    let ex = client.initialize_with(crate::client::PROTOCOL_VERSION, &headers).await;
+    w.record(ex);
+    Ok(())
+}
+
 #[then(expr = "the server agrees on protocol version {string}")]
 async fn agreed_version(w: &mut ConformanceWorld, version: String) -> anyhow::Result<()> {
     rules::agrees_on_version(w.last()?, &version).map_err(|m| failed(w, m))
@@ -253,8 +278,12 @@ async fn body_edges(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     for edge in crate::edges::BODY_EDGES {
         let client = w.client().await?;
         let id = client.take_id();
-        let bytes = rules::sized_tools_call(id, &restaurant, edge.bytes)
-            .map_err(|base| anyhow!("a tools/call body is at least {base} bytes"))?;
+        let bytes = if edge.whitespace {
+            rules::whitespace_tools_call(id, &restaurant, edge.bytes)
+        } else {
+            rules::sized_tools_call(id, &restaurant, edge.bytes)
+        };
+        let bytes = bytes.map_err(|base| anyhow!("a tools/call body is at least {base} bytes"))?;
         let ex = if edge.chunked {
             client.post_raw_chunked(bytes, Some(id)).await
         } else {
@@ -268,6 +297,11 @@ async fn body_edges(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         };
         if let Err(miss) = judged {
             let framing = if edge.chunked { "chunked, no Content-Length" } else { "with a Content-Length" };
+            let framing = if edge.whitespace {
+                format!("{framing}, padded with whitespace")
+            } else {
+                framing.to_owned()
+            };
             let at = w.history.len() - 1;
             misses.push((
                 at,
