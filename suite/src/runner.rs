@@ -34,7 +34,7 @@ pub struct Outputs<Out> {
 /// Scenarios run side by side by default: most of a run's time against a distant server is
 /// waiting. Conflicting scenarios never overlap (`crate::schedule`); `--concurrency N`
 /// overrides, `--concurrency 1` runs one at a time.
-const DEFAULT_CONCURRENCY: usize = 64;
+const DEFAULT_CONCURRENCY: usize = 32;
 
 /// What a scenario touches, from its tags and steps (background included).
 pub fn scenario_needs(
