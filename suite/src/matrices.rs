@@ -489,13 +489,18 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
             }
         }
         if crate::edges::has_range(&schema) {
-            for e in crate::edges::calendar_edges() {
+            // One LIM-1 row: the range of `e`, with `extra` set too, named after it.
+            let range_row = |e: &crate::edges::RangeEdge, extra: Option<(&str, &Value)>| {
                 let mut args = base.clone();
                 args["from"] = json!(e.from);
                 args["to"] = json!(e.to);
+                let mut edge = format!("from {} to {}: {}", e.from, e.to, e.why);
+                if let Some((name, value)) = extra {
+                    args[name] = value.clone();
+                    edge = format!("`{name}` {value}, {edge}");
+                }
                 let expect = if e.within { Expect::Served } else { Expect::Refused };
-                let edge = format!("from {} to {}: {}", e.from, e.to, e.why);
-                rows.push(BoundRow {
+                BoundRow {
                     tool,
                     argument: RANGE.to_owned(),
                     edge,
@@ -503,8 +508,10 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     expect,
                     clause: "LIM-1",
                     choice: None,
-                });
-            }
+                }
+            };
+            let edges = crate::edges::calendar_edges();
+            rows.extend(edges.iter().map(|e| range_row(e, None)));
             // The bound whatever else the call asks: each member of each optional enum (a
             // granularity that groups the days by week or month) with the longest range within
             // the bound and the shortest past it.
@@ -513,23 +520,7 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
             let properties = schema["properties"].as_object().into_iter().flatten();
             for (name, prop) in properties.filter(|(n, _)| !required.contains(&n.as_str())) {
                 for member in prop.get("enum").and_then(Value::as_array).into_iter().flatten() {
-                    for e in crate::edges::calendar_edges().into_iter().take(2) {
-                        let mut args = base.clone();
-                        args["from"] = json!(e.from);
-                        args["to"] = json!(e.to);
-                        args[name.as_str()] = member.clone();
-                        let expect = if e.within { Expect::Served } else { Expect::Refused };
-                        let edge = format!("`{name}` {member}, from {} to {}: {}", e.from, e.to, e.why);
-                        rows.push(BoundRow {
-                            tool,
-                            argument: RANGE.to_owned(),
-                            edge,
-                            args,
-                            expect,
-                            clause: "LIM-1",
-                            choice: None,
-                        });
-                    }
+                    rows.extend(edges.iter().take(2).map(|e| range_row(e, Some((name.as_str(), member)))));
                 }
             }
         }

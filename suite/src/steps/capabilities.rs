@@ -13,6 +13,26 @@ use crate::world::{ConformanceWorld, MAX_WALK_PAGES};
 /// scenario (what was not read is not proven), never passes it.
 const MAX_ENTRIES: usize = 500;
 
+/// Every entry of every page of `surface`'s list (a list still going after [`MAX_WALK_PAGES`]
+/// pages blocks the scenario: what was not read is not proven).
+async fn every_page(w: &mut ConformanceWorld, surface: &rules::Surface) -> anyhow::Result<Vec<Value>> {
+    let mut entries = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page in 0.. {
+        if page == MAX_WALK_PAGES {
+            return Err(w.cut_walk(surface.method));
+        }
+        let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+        let ex = w.rpc(surface.method, params).await?;
+        entries.extend(rules::entries(ex, surface).cloned().unwrap_or_default());
+        cursor = ex.result().and_then(|r| r.get("nextCursor")).and_then(Value::as_str).map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(entries)
+}
+
 #[when("they start a session and ask for every list the protocol has and every entry listed")]
 async fn ask_everything(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let (client, _) = w.started_client(None).await?;
@@ -20,22 +40,14 @@ async fn ask_everything(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let mut uris = Vec::new();
     let mut prompts = Vec::new();
     for surface in &LISTS {
-        let mut cursor: Option<String> = None;
-        for page in 0.. {
-            if page == MAX_WALK_PAGES {
-                return Err(w.cut_walk(surface.method));
-            }
-            let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
-            let ex = w.rpc(surface.method, params).await?;
-            match surface.method {
-                "resources/list" => uris.extend(rules::resource_uris(ex)),
-                "prompts/list" => prompts.extend(rules::prompt_names(ex)),
-                _ => {}
-            }
-            cursor = ex.result().and_then(|r| r.get("nextCursor")).and_then(Value::as_str).map(str::to_owned);
-            if cursor.is_none() {
-                break;
-            }
+        let entries = every_page(w, surface).await?;
+        let field = |key: &str| {
+            entries.iter().filter_map(|e| e.get(key)?.as_str().map(str::to_owned)).collect::<Vec<_>>()
+        };
+        match surface.method {
+            "resources/list" => uris.extend(field("uri")),
+            "prompts/list" => prompts.extend(field("name")),
+            _ => {}
         }
     }
     if uris.len() + prompts.len() > MAX_ENTRIES {
@@ -160,23 +172,11 @@ async fn no_absent_entries(w: &mut ConformanceWorld, step: &cucumber::gherkin::S
     w.keep_client(client)?;
     let mut named = Vec::new();
     for surface in LISTS.iter().filter(|s| s.method != "tools/list") {
-        let mut cursor: Option<String> = None;
-        for page in 0.. {
-            if page == MAX_WALK_PAGES {
-                return Err(w.cut_walk(surface.method));
-            }
-            let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
-            let ex = w.rpc(surface.method, params).await?;
-            for entry in rules::entries(ex, surface).into_iter().flatten() {
-                for key in ["name", "uri", "uriTemplate"] {
-                    if let Some(text) = entry.get(key).and_then(Value::as_str) {
-                        named.push((surface.method, key, text.to_owned()));
-                    }
+        for entry in every_page(w, surface).await? {
+            for key in ["name", "uri", "uriTemplate"] {
+                if let Some(text) = entry.get(key).and_then(Value::as_str) {
+                    named.push((surface.method, key, text.to_owned()));
                 }
-            }
-            cursor = ex.result().and_then(|r| r.get("nextCursor")).and_then(Value::as_str).map(str::to_owned);
-            if cursor.is_none() {
-                break;
             }
         }
     }
