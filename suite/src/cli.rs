@@ -137,6 +137,11 @@ pub struct FuzzArgs {
     /// shown as differences from the reference; `full` counts them too
     #[arg(long, value_enum)]
     pub level: Option<profile::Level>,
+    /// Draw cases at once. By default, with a duration as the budget and writes allowed, the
+    /// rules' scenarios (every clause's derived cases, as `run` has them) run first within the
+    /// budget, then cases are drawn for the time left
+    #[arg(long)]
+    pub no_rules: bool,
 }
 
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -408,7 +413,12 @@ fn fuzz<Out: io::Write>(args: &FuzzArgs, mut console: Out) -> anyhow::Result<Out
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
     });
-    let settings = crate::fuzz::Settings { seed, budget: args.budget, disposable: args.reference.embedded };
+    let settings = crate::fuzz::Settings {
+        seed,
+        budget: args.budget,
+        disposable: args.reference.embedded,
+        no_rules: args.no_rules,
+    };
     let id_map = profile.id_map();
     let result = crate::fuzz::run(profile, &settings, &mut console);
     #[cfg(feature = "embedded")]

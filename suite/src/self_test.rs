@@ -571,6 +571,7 @@ mod tests {
             cut_short: false,
             timing: None,
             tags: vec![clause.to_owned()],
+            last_exchange: None,
         }
     }
 

@@ -232,6 +232,7 @@ impl<'a> Engine<'a> {
             findings: self.findings.take(),
             blocked: self.caller.unjudged.blocked(),
             unjudged_calls: self.caller.unjudged.calls(),
+            rules: report::RulesRound::default(),
         }
     }
 

@@ -249,6 +249,7 @@ mod tests {
             findings,
             blocked: Vec::new(),
             unjudged_calls: 0,
+            rules: crate::fuzz::report::RulesRound::default(),
         }
     }
 

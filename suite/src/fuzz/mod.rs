@@ -8,7 +8,8 @@
 //! (dataset IDs by argument), `schema` (what to generate from, which mutations, which clause),
 //! `strategy` (proptest strategies), `cases` (what each property replays), `observed` (a failure
 //! before it is a finding; what was blocked), `oracle` (judging a call), `caller` (synchronous
-//! calls, budget, rate limits), `report`, `engine` (running one property), the properties
+//! calls, budget, rate limits), `report`, `scenarios` (the rules' scenarios, first with a time
+//! budget), `engine` (running one property), the properties
 //! (`access`, `sequences`, `races` across sessions, clients and users, `rates`, `transport`),
 //! `transcript`, `replay`; here, the plan of properties and `run`.
 
@@ -27,6 +28,7 @@ pub mod rates;
 pub mod replay;
 pub mod report;
 pub mod rows;
+pub mod scenarios;
 pub mod schema;
 pub mod sequences;
 pub mod strategy;
@@ -61,6 +63,8 @@ pub struct Settings {
     /// The server's state is thrown away after the run (`--embedded`): writes may be fuzzed
     /// without a control API.
     pub disposable: bool,
+    /// `--no-rules`: draw cases at once, without running the rules' scenarios first.
+    pub no_rules: bool,
 }
 
 /// What a round runs: one property.
@@ -145,6 +149,7 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
             findings: vec![Finding::initialize(&target, fault.clause, &fault.detail)],
             blocked: Vec::new(),
             unjudged_calls: 0,
+            rules: report::RulesRound::not_run("the answer to initialize cannot be read"),
         };
         report.print(console);
         return Ok(report);
@@ -157,7 +162,26 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
         // A known state first: the same seed then makes the same calls meet the same records.
         runtime.block_on(control.reset()).context("control API reset before fuzzing")?;
     }
-    let meter = Meter::new(settings.budget);
+    // The rules' own cases first (`scenarios`), within the budget; then the reset below gives
+    // the drawn cases the dataset's state again.
+    let started = std::time::Instant::now();
+    let secrets: Vec<&str> = ctx.profile.tokens.values().map(String::as_str).collect();
+    let (rules, rule_findings, rule_blocked) =
+        match (scenarios::why_not(settings.budget, writes, settings.no_rules), settings.budget) {
+            (None, Budget::Time(time)) => scenarios::run(&ctx.profile, time, settings.seed, &secrets),
+            (why, _) => (report::RulesRound::not_run(why.unwrap_or("--no-rules")), Vec::new(), Vec::new()),
+        };
+    if writes
+        && rules.not_run.is_none()
+        && let Some(control) = &ctx.control
+    {
+        runtime.block_on(control.reset()).context("control API reset after the rules' scenarios")?;
+    }
+    let budget = match settings.budget {
+        Budget::Time(d) => Budget::Time(d.saturating_sub(started.elapsed())),
+        calls => calls,
+    };
+    let meter = Meter::new(budget);
     let caller = Caller::new(&ctx, &runtime, PERSONA, meter)?;
     let mut engine = Engine::new(&ctx, caller, settings.seed, writes);
     engine.access = access::cases(&ctx, &engine.caller, &engine.tools);
@@ -171,7 +195,12 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
     if let Some(reason) = engine.broken.take() {
         anyhow::bail!("the fuzzer failed (a bug of the suite, please report it): {reason}");
     }
-    let report = engine.into_report(settings.budget.to_string());
+    let mut report = engine.into_report(settings.budget.to_string());
+    // The rules' findings first: they are what the contract's rules derived.
+    report.findings.splice(0..0, rule_findings);
+    report.blocked.extend(rule_blocked);
+    report.elapsed_ms += rules.elapsed_ms;
+    report.rules = rules;
     report.print(console);
     Ok(report)
 }

@@ -28,6 +28,10 @@ pub enum Why {
     FirstCallFailed,
     /// A server lists more resources and prompts than a probe reads: the rest is not proven.
     TooManyEntries,
+    /// One of the rules' scenarios could not read what it needs (ENV-7's other data shape).
+    ScenarioBlocked,
+    /// The rules' scenarios could not start at all.
+    ScenariosNotRun,
 }
 
 /// One reason calls or probes were not judged, and how often it happened.

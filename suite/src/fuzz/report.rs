@@ -257,6 +257,30 @@ fn quote(text: &str) -> String {
     text.replace('\'', "'\\''")
 }
 
+/// What the scenarios came to, in the fuzz report.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RulesRound {
+    /// Why they did not run, when they did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
+    pub scenarios: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub blocked: usize,
+    pub skipped: usize,
+    pub exchanges: usize,
+    pub elapsed_ms: u128,
+    /// The budget ended before every scenario ran: those left were not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<String>,
+}
+
+impl RulesRound {
+    pub fn not_run(why: impl Into<String>) -> RulesRound {
+        RulesRound { not_run: Some(why.into()), ..RulesRound::default() }
+    }
+}
+
 /// What a fuzz run came to.
 #[derive(Debug, Serialize)]
 pub struct FuzzReport {
@@ -271,6 +295,8 @@ pub struct FuzzReport {
     pub blocked: Vec<Blocked>,
     /// Calls whose answer nothing could judge (a refusal for the rate past the retries).
     pub unjudged_calls: u64,
+    /// The rules' scenarios, run first with a time budget (`scenarios`).
+    pub rules: RulesRound,
 }
 
 impl FuzzReport {
@@ -284,7 +310,8 @@ impl FuzzReport {
 
     /// Nothing was judged: no call made, or every call made unjudged.
     pub fn nothing_judged(&self) -> bool {
-        self.calls == 0 || self.unjudged_calls >= self.calls
+        let rules_judged = self.rules.passed + self.rules.failed > 0;
+        !rules_judged && (self.calls == 0 || self.unjudged_calls >= self.calls)
     }
 
     /// As a run's (`report::Report::exit_code`): 1 with `counted` findings; 2 without one when
@@ -306,6 +333,26 @@ impl FuzzReport {
                 console,
                 "read-only: no write tool was called (the profile has no control API to reset the server's state)"
             );
+        }
+        match &self.rules.not_run {
+            Some(why) => {
+                let _ = writeln!(console, "the rules' scenarios did not run first: {why}");
+            }
+            None => {
+                let r = &self.rules;
+                let _ = writeln!(
+                    console,
+                    "the rules' scenarios first: {} in {:.1} s, {} passed, {} failed, {} blocked, {} skipped ({} exchanges){}",
+                    r.scenarios,
+                    r.elapsed_ms as f64 / 1000.0,
+                    r.passed,
+                    r.failed,
+                    r.blocked,
+                    r.skipped,
+                    r.exchanges,
+                    r.cut_short.as_deref().map(|c| format!("; {c}")).unwrap_or_default()
+                );
+            }
         }
         for (i, f) in self.findings.iter().enumerate() {
             // The detail names the tool.

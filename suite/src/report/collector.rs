@@ -125,6 +125,7 @@ impl Collector {
                     cut_short: false,
                     timing: None,
                     tags,
+                    last_exchange: None,
                 };
                 self.running.insert(key, result);
             }
@@ -158,6 +159,17 @@ impl Collector {
                         r.status = if blocked { Status::Blocked } else { Status::Failed };
                     }
                     r.failed_step.get_or_insert_with(|| format!("{}{}", step.keyword, step.value));
+                    if r.last_exchange.is_none() {
+                        // The exchange the message shows (by its request_id), else the last one.
+                        r.last_exchange = world.as_ref().and_then(|w| {
+                            let shown = w
+                                .history
+                                .iter()
+                                .rev()
+                                .find(|e| e.request_id().is_some_and(|id| message.contains(id)));
+                            shown.or(w.history.last()).cloned()
+                        });
+                    }
                     r.message.get_or_insert(message);
                 }
             }

@@ -133,6 +133,9 @@ pub struct ClauseResult {
     /// Failures found by automatic checks (e.g. every output validated, PROTO-4).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+    /// Those of `findings` that count at the seed level (the others are ext rules' findings).
+    #[serde(skip)]
+    pub seed_findings: Vec<String>,
     /// What was seen: exchanges judged at the seed level (the judge's seed rules on every
     /// exchange, plus the exchanges of the passed scenarios that count at the seed level), then
     /// at the full level. A pass needs evidence.
@@ -201,6 +204,9 @@ pub struct ScenarioResult {
     pub timing: Option<ScenarioTiming>,
     #[serde(skip)]
     pub tags: Vec<String>,
+    /// The exchange a failure shows (the failing step's, or the last one made).
+    #[serde(skip)]
+    pub last_exchange: Option<crate::client::Exchange>,
 }
 
 /// A scenario's place in the run, in milliseconds since the run started: queued (its before hook
@@ -297,6 +303,7 @@ impl Report {
                     full_status,
                     full_reason,
                     findings: found(Level::Full),
+                    seed_findings: found(Level::Seed),
                     scenarios: tagged,
                     evidence,
                     full_evidence,

@@ -17,6 +17,7 @@ fn scenario(name: &str, tags: &[&str], status: Status) -> ScenarioResult {
         cut_short: false,
         timing: None,
         tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        last_exchange: None,
     }
 }
 

@@ -507,3 +507,30 @@ fn a_persona_the_access_tables_refuse_is_a_finding_under_its_auth_clause() {
     // The foreign record's call, then the nonexistent one's: two calls.
     assert!(leaks.iter().any(|f| f["steps_before"].as_array().is_some_and(|s| s.len() == 1)), "{report:#}");
 }
+
+#[test]
+fn with_a_duration_the_rules_scenarios_run_first_and_each_failure_is_a_finding_under_its_clause() {
+    // A defect only a scenario reaches (a viewer who owns another organization, after a reset):
+    // the drawn cases alone do not find it, the rules' scenarios do, under AUTH-6.
+    let (code, report) = fuzz(&["--seed", "7", "--budget", "45s", "--defect", "role-highest-anywhere"]);
+    assert_eq!(code, 1, "{:#}", report["rules"]);
+    let rules = &report["rules"];
+    assert!(rules["not_run"].is_null() && rules["cut_short"].is_null(), "{rules:#}");
+    assert!(rules["scenarios"].as_u64() > Some(100) && rules["failed"].as_u64() >= Some(1), "{rules:#}");
+    let found: Vec<&Value> = findings(&report)
+        .iter()
+        .filter(|f| {
+            f["clause"] == "AUTH-6" && f["detail"].as_str().is_some_and(|d| d.starts_with("scenario "))
+        })
+        .collect();
+    assert!(!found.is_empty(), "{:#}", report["findings"]);
+    let f = found[0];
+    assert!(f["reproduction"].as_str().unwrap().starts_with("chataigne-conformance run "), "{f:#}");
+    assert!(f["request_id"].as_str().is_some_and(|id| id.starts_with("req_")), "{f:#}");
+    assert_eq!(f["request"]["method"], "tools/call", "{f:#}");
+
+    // Drawn cases only: the scenarios say why they did not run.
+    let (_, drawn) = fuzz(&["--seed", "7", "--budget", "2s", "--no-rules"]);
+    assert_eq!(drawn["rules"]["not_run"], "--no-rules");
+    assert_eq!(drawn["rules"]["scenarios"], 0);
+}

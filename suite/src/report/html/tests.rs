@@ -29,6 +29,7 @@ fn failed(name: &str, tag: &str, message: String) -> ScenarioResult {
         cut_short: false,
         timing: None,
         tags: vec![tag.to_owned()],
+        last_exchange: None,
     }
 }
 
