@@ -31,6 +31,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("preconditions.feature", include_str!("../../features/preconditions.feature")),
     ("protocol.feature", include_str!("../../features/protocol.feature")),
     ("rate_limits.feature", include_str!("../../features/rate_limits.feature")),
+    ("revisions.feature", include_str!("../../features/revisions.feature")),
     ("transport.feature", include_str!("../../features/transport.feature")),
 ];
 

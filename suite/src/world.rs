@@ -60,6 +60,9 @@ pub struct ConformanceWorld {
     /// Why a step stopped the scenario without a verdict (blocked by ENV-7, out of time), set
     /// where the error is made so the report never reads it from the message.
     pub halt: std::sync::OnceLock<Halt>,
+    /// The protocol revision a matrix's rows are sent over, when not the run's: its rows are
+    /// then sampled, one per tool and argument (`steps::matrices::sample`).
+    pub revision: Option<&'static str>,
     /// When the whole run must end (`--deadline`): no call is sent after it.
     pub deadline: Option<std::time::Instant>,
     /// Bytes of answers held in `history` (see [`HISTORY_BUDGET_BYTES`]).

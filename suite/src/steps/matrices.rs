@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use chataigne_contract::envelope::{self, Parsed};
 use chataigne_contract::{ErrorCode, ToolName};
-use cucumber::{then, when};
+use cucumber::{given, then, when};
 use serde_json::{Value, json};
 
 use crate::client::Exchange;
@@ -105,7 +105,8 @@ async fn call_rows(w: &ConformanceWorld, rows: Vec<RowCall<'_>>) -> anyhow::Resu
     w.check_deadline()?;
     let ctx = w.ctx_arc();
     let deadline = w.deadline;
-    let answers = futures::stream::iter(rows.into_iter().map(|row| call_row(&ctx, row, deadline)))
+    let revision = w.revision;
+    let answers = futures::stream::iter(rows.into_iter().map(|row| call_row(&ctx, row, revision, deadline)))
         .buffered(ROWS_AT_ONCE)
         .collect::<Vec<_>>()
         .await;
@@ -115,10 +116,12 @@ async fn call_rows(w: &ConformanceWorld, rows: Vec<RowCall<'_>>) -> anyhow::Resu
 async fn call_row(
     ctx: &crate::context::RunContext,
     row: RowCall<'_>,
+    revision: Option<&'static str>,
     deadline: Option<std::time::Instant>,
 ) -> anyhow::Result<RowAnswer> {
     const PATIENCE_MS: u64 = 65_000;
-    let mut client = match session(ctx, &row.persona).await? {
+    let pool = pool_key(&row.persona, revision);
+    let mut client = match session_over(ctx, &row.persona, revision).await? {
         Ok(client) => client,
         Err(ex) => return Ok(RowAnswer { exchanges: vec![ex], sent: None, no_session: true }),
     };
@@ -141,6 +144,12 @@ async fn call_row(
                 ex.sent_strings = crate::client::sent_strings(&args);
                 ex
             }
+            None if revision == Some(STATELESS) => {
+                let params = json!({ "name": row.tool, "arguments": args });
+                let mut ex = client.request_2026("tools/call", params, &[]).await;
+                ex.sent_strings = crate::client::sent_strings(&args);
+                ex
+            }
             None => client.call_tool(&row.tool, args.clone()).await,
         };
         let wait = crate::rules::rate_wait_ms(&ex);
@@ -156,8 +165,86 @@ async fn call_row(
         let until = deadline.unwrap_or_else(|| std::time::Instant::now() + wait);
         ctx.rate_waits.wait(&why, wait, until).await;
     }
-    ctx.give_back(row.persona, client);
+    ctx.give_back(pool, client);
     Ok(out)
+}
+
+/// The revision without sessions: each request carries its version (`McpClient::request_2026`).
+const STATELESS: &str = "2026-07-28";
+
+/// Where a persona's idle sessions of `revision` wait between rows.
+fn pool_key(persona: &str, revision: Option<&str>) -> String {
+    match revision {
+        None => persona.to_owned(),
+        Some(r) => format!("{persona}@{r}"),
+    }
+}
+
+/// [`session`] over `revision`: one initialized with it (none for the stateless revision).
+async fn session_over(
+    ctx: &crate::context::RunContext,
+    persona: &str,
+    revision: Option<&'static str>,
+) -> anyhow::Result<Result<crate::client::McpClient, Exchange>> {
+    use anyhow::Context as _;
+    let Some(revision) = revision else { return session(ctx, persona).await };
+    let pooled = ctx.take_session(&pool_key(persona, Some(revision)));
+    let mut client = match pooled {
+        Some(client) => client,
+        None => ctx
+            .client(persona)
+            .with_context(|| format!("the profile has no token for persona \"{persona}\""))?,
+    };
+    if revision != STATELESS && !client.is_initialized() {
+        let ex = client.initialize_with(revision, &[]).await;
+        if !client.is_initialized() {
+            return Ok(Err(ex));
+        }
+    }
+    Ok(Ok(client))
+}
+
+/// `rows` as a matrix sends them: all of them over the run's revision; over another one
+/// (`ConformanceWorld::revision`), the first row of each `key` (a tool and argument): the rule is
+/// held on that revision's path, its every edge on the run's.
+fn sample<T, K: Eq + std::hash::Hash>(w: &ConformanceWorld, rows: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+    if w.revision.is_none() {
+        return rows;
+    }
+    let mut seen = std::collections::HashSet::new();
+    rows.into_iter().filter(|r| seen.insert(key(r))).collect()
+}
+
+/// The rows of the matrices that follow go over `revision`, when the server serves it (proven by
+/// an exchange: `initialize` answered with it, or a stateless call served); otherwise the
+/// scenario does not apply. Over stdio a revision changes no request the rows make.
+#[given(regex = r"^the rows are sent over protocol revision (\S+)$")]
+async fn rows_over_revision(w: &mut ConformanceWorld, revision: String) -> anyhow::Result<()> {
+    let Some(revision) = chataigne_contract::PROTOCOL_VERSIONS.iter().copied().find(|v| *v == revision)
+    else {
+        return Err(w.fail("a revision of the contract's", revision));
+    };
+    if revision == STATELESS {
+        super::transport::serves_2026(w).await?;
+    } else {
+        if w.ctx().stdio.is_some() {
+            return Err(
+                w.not_applicable("the server is reached over stdio, where one session speaks one revision")
+            );
+        }
+        let mut client = w.fresh_client()?;
+        let ex = client.initialize_with(revision, &[]).await;
+        let got = client.protocol_version.clone();
+        w.record(ex);
+        if got.as_deref() != Some(revision) {
+            return Err(w.not_applicable(format!(
+                "the server does not serve protocol version {revision} (initialize answered {})",
+                got.as_deref().unwrap_or("no version")
+            )));
+        }
+    }
+    w.revision = Some(revision);
+    Ok(())
 }
 
 /// An initialized session of `persona`: one the run kept, or a new one; `Err` the exchange of an
@@ -425,6 +512,7 @@ async fn refusal_matrix(w: &mut ConformanceWorld, table: String) -> anyhow::Resu
     };
     let rows: Vec<_> =
         matrices::access_rows(w.dataset()).into_iter().filter(|r| r.fails.first() == Some(&check)).collect();
+    let rows = sample(w, rows, |r| r.tool);
     let mut misses = Misses::default();
     let calls = rows
         .iter()
@@ -484,6 +572,7 @@ async fn allowed_reads(w: &mut ConformanceWorld) -> anyhow::Result<()> {
         .into_iter()
         .filter(|r| r.fails.is_empty() && !r.tool.kind().is_write())
         .collect();
+    let rows = sample(w, rows, |r| r.tool);
     let mut misses = Misses::default();
     let calls = rows
         .iter()
@@ -586,6 +675,8 @@ async fn widest_writes(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then(regex = r"^every input bound filed under ([A-Z]+-[0-9]+) is refused past it and served on it$")]
 async fn bound_matrix(w: &mut ConformanceWorld, clause: String) -> anyhow::Result<()> {
     let rows: Vec<_> = matrices::bound_rows(w.dataset()).into_iter().filter(|r| r.clause == clause).collect();
+    // Over another revision, one row per tool, argument and outcome (refused, served).
+    let rows = sample(w, rows, |r| (r.tool, r.argument.clone(), r.expect == matrices::Expect::Refused));
     if rows.is_empty() {
         return Err(w.fail(format!("input bounds filed under {clause}"), "none derived from the contract"));
     }

@@ -269,7 +269,7 @@ async fn refused_any_4xx(w: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// the server is held to the header rules that follow (whatever `server/discover` said); refused,
 /// and `server/discover` not served either, the server does not serve the revision.
 #[given("the server serves protocol version 2026-07-28")]
-async fn serves_2026(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+pub(super) async fn serves_2026(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     if w.ctx().stdio.is_some() {
         // The revision's requests without a session are HTTP's; stdio has one connection.
         return Err(w.not_applicable("the server is reached over stdio, where 2026-07-28 changes no request"));

@@ -221,7 +221,7 @@ fn features_are_queued_so_that_long_holds_overlap() {
         ranks.push((name, chataigne_conformance::features::queue_rank(&feature)));
     }
     let of = |rank: u8| ranks.iter().filter(|(_, r)| *r == rank).map(|(n, _)| n.as_str()).collect::<Vec<_>>();
-    assert_eq!(of(0), ["matrices.feature"], "{ranks:?}");
+    assert_eq!(of(0), ["matrices.feature", "revisions.feature"], "{ranks:?}");
     assert_eq!(of(2), ["memberships.feature"], "{ranks:?}");
     assert_eq!(of(3), ["rate_limits.feature"], "{ranks:?}");
 }
