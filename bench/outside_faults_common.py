@@ -1,7 +1,7 @@
 """Shapes the outside faults' proofs repeat, shared from batch 10 on (the b4-b9 scripts keep
 their own copies): the harness of outside_faults_proofs.py (Pair, scenario, main, sc, err, ids,
-meta, summary, pages, hdr), plus raw requests, JSON-RPC outcomes, the error body, order and
-organization reads, and requests on the stateless revision 2026-07-28.
+meta, summary, pages, hdr), plus raw requests, JSON-RPC outcomes, the error body, and reads of
+an order's, a restaurant's and the organizations' state.
 
 A batch's script does `from outside_faults_common import *`, calls `configure(OUT, PORT)`,
 registers its proofs with `@scenario("NAME")` and calls `main()`.
@@ -12,7 +12,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from outside_faults_proofs import *  # noqa: E402,F401,F403 (the harness)
 
 H = {"content-type": "application/json", "accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
-STATELESS = "2026-07-28"
 
 def raw(p, body, persona="owner", headers=None):
     """POST /mcp with `body` (bytes as given, anything else as JSON) and the usual headers."""
@@ -44,16 +43,3 @@ def restaurant_status(p, restaurant="rst_central", persona="owner"):
 def org_names(p, persona="owner"):
     n, got = pages(p, persona, "list_organizations", {"limit": 50}, "organizations")
     return [o["name"] for o in got]
-
-def stateless(p, persona, method, params=None, name=None, id_=7):
-    """A request on revision 2026-07-28: no session, _meta and the standard headers."""
-    meta_ = {"io.modelcontextprotocol/protocolVersion": STATELESS, "io.modelcontextprotocol/clientCapabilities": {},
-             "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "1"}}
-    params = dict(params or {}, _meta=meta_)
-    h = {"mcp-protocol-version": STATELESS, "mcp-method": method}
-    if name: h["mcp-name"] = name
-    return raw(p, {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}, persona, h)
-
-def count_of(v):
-    """A refusal's code, or how many items a list holds."""
-    return v if isinstance(v, str) else len(v)

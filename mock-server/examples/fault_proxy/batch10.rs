@@ -564,7 +564,7 @@ impl Proxy {
             json!({ "restaurant_id": rst, "status": "open", "limit": 50 }),
         );
         let Some((open, _)) = self.walk(&list, "list_conversations", None, 2).await else { return };
-        let head: String = key.chars().take(200).collect();
+        let head: String = key.chars().take(180).collect();
         for c in open.iter().filter_map(|c| c["id"].as_str()).filter(|c| *c != cnv) {
             let copy = call.with_args(|x| {
                 x.insert("conversation_id".into(), json!(c));
