@@ -328,6 +328,37 @@ faults! {
     B928Idem6 = "b9-28-idem6", "IDEM-6", Seed, "stored results expire after 24 h but their claim does not: the same key after 24 h gets MCP_OPERATION_IN_PROGRESS instead of running as a new call";
     B929Auth6 = "b9-29-auth6", "AUTH-6", Seed, "the role checked is the caller's highest over all their memberships: a viewer or staff who owns another organization may move orders, send messages, pause restaurants and create restaurants";
     B930Abs2 = "b9-30-abs2", "ABS-2", Seed, "set_restaurant_status from open to paused also rejects the restaurant's received orders: reads show them rejected and they can no longer be accepted";
+    // Batch 10 (`batch10.rs`, on `common.rs`): opaque names (`b10-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B1001Proto2 = "b10-01-proto2", "PROTO-2", Seed, "JSON-RPC error answers to a request whose id is a string of digits (\"42\") carry the id as a number (42); results keep the string";
+    B1002Pag2 = "b10-02-pag2", "PAG-2", Full, "a list's limit of exactly 50 is refused MCP_INVALID_ARGUMENTS (the maximum checked with <): 1 to 49 are served";
+    B1003Abs2 = "b10-03-abs2", "ABS-2", Seed, "create_restaurant with the name of a restaurant the organization already has replaces it: the old restaurant is deleted (gone from list_restaurants, refused MCP_RESOURCE_FORBIDDEN everywhere)";
+    B1004Proto1 = "b10-04-proto1", "PROTO-1", Seed, "on revision 2025-06-18, tools/call answers are sent as text/event-stream whose one event is never ended (no blank line after its data line)";
+    B1005Lim7 = "b10-05-lim7", "LIM-7", Full, "send_message and create_instruction texts are measured in UTF-16 code units: 1001 to 2000 characters outside the BMP (emoji) are refused";
+    B1006Pag4 = "b10-06-pag4", "PAG-4", Seed, "list_orders with created_from or created_to continues a page with >= on the cursor's position: every page reached through a cursor starts with the previous page's last order again";
+    B1007Env1 = "b10-07-env1", "ENV-1", Seed, "get_analytics successes carry two text blocks: the summary, then the series as a CSV table";
+    B1008Auth1 = "b10-08-auth1", "AUTH-1", Seed, "the Authorization scheme is matched case-sensitively: a valid token sent as \"bearer <token>\" or \"BEARER <token>\" is taken for no token (401)";
+    B1009Pre2 = "b10-09-pre2", "PRE-2", Seed, "update_order_status whose target is already the order's status succeeds whatever expected_status says: a stale expected_status (received, for an order already accepted) is acknowledged, not refused";
+    B1010Pag6 = "b10-10-pag6", "PAG-6", Seed, "get_conversation's message cursor is bound to the restaurant, not the conversation: used with another conversation_id it continues the first conversation's messages";
+    B1011Env5 = "b10-11-env5", "ENV-5", Seed, "MCP_RESOURCE_NOT_FOUND for a child that exists in another organization says category authorization (an absent child says not_found)";
+    B1012Idem3 = "b10-12-idem3", "IDEM-3", Seed, "create_restaurant's arguments' fingerprint leaves out timezone: the same key with another timezone replays the first restaurant instead of MCP_IDEMPOTENCY_MISMATCH";
+    B1013Env5 = "b10-13-env5", "ENV-5", Seed, "MCP_OUTPUT_TOO_LARGE says category internal";
+    B1014Lim1 = "b10-14-lim1", "LIM-1", Seed, "get_analytics refuses a one-day range (from equal to to) as empty, MCP_INVALID_ARGUMENTS: the range is checked as to > from";
+    B1015Pag1 = "b10-15-pag1", "PAG-1", Seed, "list_orders with several statuses and no limit returns 20 orders per status asked (40 for two, at most 50)";
+    B1016Auth4 = "b10-16-auth4", "AUTH-4", Seed, "set_restaurant_status compares expected_status before checking membership: on a foreign restaurant a wrong expected_status is MCP_EXPECTED_STATE_MISMATCH (a right one MCP_RESOURCE_FORBIDDEN), telling its status";
+    B1017Idem1 = "b10-17-idem1", "IDEM-1", Seed, "an idempotency_key of exactly 8 characters is refused MCP_INVALID_ARGUMENTS (the minimum checked with >)";
+    B1018Pre3 = "b10-18-pre3", "PRE-3", Full, "update_order_status skipping lifecycle steps forward (received to ready) is applied, walking the steps in between";
+    B1019Auth7 = "b10-19-auth7", "AUTH-7", Seed, "search_transcripts reads memberships without their revocation: a revoked member still searches the organization's transcripts (other tools refuse them)";
+    B1020Proto5 = "b10-20-proto5", "PROTO-5", Seed, "a request carrying Sec-Fetch-Site: same-origin skips the Origin check: a foreign Origin with that header is served";
+    B1021Auth4 = "b10-21-auth4", "AUTH-4", Seed, "a membership limited to some restaurants is applied to reads only: its staff move orders and send messages in the organization's other restaurants";
+    B1022Sec2 = "b10-22-sec2", "SEC-2", Seed, "an internal error on a page reached through a cursor quotes the keyset query in its message: SQL with the decoded cursor's created_at and id";
+    B1023Lim5 = "b10-23-lim5", "LIM-5", Seed, "a page cut for size has no next_cursor when the uncut page would have been the last: the orders after the cut are never reached";
+    B1024Idem6 = "b10-24-idem6", "IDEM-6", Seed, "expired keys are removed by an hourly sweep, not at read time: for the hour after its 24 h a key is still replayed (the same key runs as a new call only from 25 h)";
+    B1025Abs1 = "b10-25-abs1", "ABS-1", Seed, "tools/list answered to a caller who owns an organization adds reset_staff_password (credentials); other callers see the plain list";
+    B1026Env2 = "b10-26-env2", "ENV-2", Full, "request_ids are req_ then 15 random bytes in base64url: about half hold - or _, off ^req_[0-9A-Za-z]{16,}$";
+    B1027Proto3 = "b10-27-proto3", "PROTO-3", Seed, "read tools drop arguments their input schema does not know before validation (the schemas still say additionalProperties: false); writes refuse them";
+    B1028Idem2 = "b10-28-idem2", "IDEM-2", Seed, "keyed arguments are compared as sent: a retry whose text writes a non-ASCII character as a \\u escape (or the first did) is MCP_IDEMPOTENCY_MISMATCH instead of the replay";
+    B1029Pre1 = "b10-29-pre1", "PRE-1", Seed, "expected_status \"\" (empty string) is taken as no precondition: the write runs against the current state";
+    B1030Abs2 = "b10-30-abs2", "ABS-2", Seed, "send_message also sends its text to every other open conversation of the restaurant (a broadcast: a campaign through an exposed tool)";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

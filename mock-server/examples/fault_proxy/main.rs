@@ -17,13 +17,14 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list; `batch4` to `batch9` hold the fourth to ninth batches,
-//! `b4-` to `b9-` names, whatever their area). `faults` is the catalogue
+//! `catalogue` rewrites tools/list; `batch4` to `batch10` hold the fourth to tenth batches,
+//! `b4-` to `b10-` names, whatever their area; `common` holds the shapes batch 10 on shares). `faults` is the catalogue
 //! of faults, `dataset` what the proxy reads of the published dataset, `wire` requests and
 //! answers as the proxy sees them.
 
 mod absent;
 mod auth;
+mod batch10;
 mod batch4;
 mod batch5;
 mod batch6;
@@ -31,6 +32,7 @@ mod batch7;
 mod batch8;
 mod batch9;
 mod catalogue;
+mod common;
 mod dataset;
 mod envelope;
 mod faults;
@@ -333,6 +335,9 @@ impl Proxy {
         if self.fault.in_batch9() {
             return self.before_batch9(call).await;
         }
+        if self.fault.in_batch10() {
+            return self.before_batch10(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -369,6 +374,9 @@ impl Proxy {
         }
         if self.fault.in_batch9() {
             return self.after_batch9(call, a).await;
+        }
+        if self.fault.in_batch10() {
+            return self.after_batch10(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
