@@ -34,6 +34,19 @@ Feature: Authentication and authorization
       | Basic  | Basic dXNlcjpwYXNz       |
       | Token  | Token not-a-token-CANARY |
 
+  # RFC 9110 §11.1: an authentication scheme is case-insensitive. `bearer` and `BEARER` carry
+  # the same credential as `Bearer`.
+  @AUTH-1 @needs-http
+  Scenario Outline: A valid token is served whatever the case of its scheme: <scheme>
+    Given the persona "owner"
+    When they read the busy restaurant with their token under the scheme "<scheme>"
+    Then the call succeeds
+
+    Examples:
+      | scheme |
+      | bearer |
+      | BEARER |
+
   @AUTH-1 @needs-http
   Scenario: The protected resource metadata names the authorization server and the scopes
     When someone without a token initializes

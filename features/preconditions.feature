@@ -54,6 +54,17 @@ Feature: Optimistic preconditions
     And the error has category "conflict" and is not retryable
     And the order is still "received"
 
+  # The same move sent again once it is done names a status the order no longer has: a server
+  # that lets a move to the status the order already has through, whatever it expected, answers
+  # a stale view as if it were current.
+  @PRE-2
+  Scenario: The same move sent again once it is done is refused as a conflict
+    When they ask to move an order of the busy restaurant from "received" to "accepted"
+    Then the call succeeds
+    When they move the same order on from "received" to "accepted"
+    Then the call fails with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
+    And the order is still "accepted"
+
   @PRE-2
   Scenario: A stale view of a restaurant is refused as a conflict
     When they ask to set the small restaurant to "open", saying they saw it "open"

@@ -167,6 +167,20 @@ Feature: Transport and protocol
       | http://attacker-localhost          |
       | null                               |
 
+  # The browser's other words on where a request comes from (Fetch Metadata) are no Origin: a
+  # server that takes `Sec-Fetch-Site: same-origin` or `none` instead of checking the Origin
+  # serves the foreign page all the same (MCP: "MUST validate the Origin header").
+  @PROTO-5 @needs-http
+  Scenario Outline: A foreign web origin is refused whatever Sec-Fetch-Site says: <site>
+    Given the persona "owner"
+    When they initialize with the headers "Origin" set to "https://attacker.example" and "Sec-Fetch-Site" set to "<site>"
+    Then the HTTP status is 403
+
+    Examples:
+      | site        |
+      | same-origin |
+      | none        |
+
   # Past the handshake too: an Origin checked on initialize only lets a page that learned (or
   # guessed) a session id call every tool.
   @PROTO-5 @needs-http

@@ -693,7 +693,7 @@ async fn read_response_by(
         // Only an event ended by its blank line counts: one still open may yet grow.
         if sse {
             let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n");
-            let ended = text.rfind("\n\n").map_or("", |end| &text[..end]);
+            let ended = text.rfind("\n\n").map_or("", |end| &text[..end + 2]);
             if find_sse_message(ended, rpc_id).is_some() {
                 break;
             }
@@ -706,7 +706,13 @@ async fn read_response_by(
     } else if sse {
         match find_sse_message(&body, rpc_id) {
             Some(m) => (Some(m), None),
-            None => (None, Some("the event stream holds no JSON-RPC answer to this request".to_owned())),
+            None => (
+                None,
+                Some(
+                    "the event stream holds no JSON-RPC answer to this request (an event not ended by a blank line is never dispatched)"
+                        .to_owned(),
+                ),
+            ),
         }
     } else if content_type.starts_with("application/json") {
         match serde_json::from_str::<Value>(&body) {
@@ -743,11 +749,17 @@ pub fn find_sse_message(stream: &str, rpc_id: Option<u64>) -> Option<Value> {
 }
 
 /// Every event's `data:` payload that is JSON, in order (the SSE framing of the transport:
-/// events end with a blank line; an event's data lines join with newlines).
+/// events end with a blank line; an event's data lines join with newlines). An event the stream
+/// ends in before its blank line is never dispatched (the WHATWG event-stream parsing: "If the
+/// file ends in the middle of an event, before the final empty line, the incomplete event is not
+/// dispatched"): a browser's or an SDK's `EventSource` would never see it.
 pub fn sse_messages(stream: &str) -> Vec<Value> {
     let stream = stream.replace("\r\n", "\n");
-    stream
-        .split("\n\n")
+    let mut events: Vec<&str> = stream.split("\n\n").collect();
+    // What follows the last blank line is unterminated (empty for a well-ended stream).
+    events.pop();
+    events
+        .into_iter()
         .filter_map(|event| {
             let data: Vec<&str> = event
                 .lines()
@@ -1004,6 +1016,13 @@ mod tests {
         assert_eq!(find_sse_message(stream, Some(3)).unwrap()["id"], 3);
         assert_eq!(find_sse_message(stream, Some(4)).unwrap()["result"]["ok"], true);
         assert!(find_sse_message(stream, Some(5)).is_none());
+    }
+
+    #[test]
+    fn an_sse_event_the_stream_ends_in_before_its_blank_line_is_not_dispatched() {
+        let unended = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n";
+        assert!(find_sse_message(unended, Some(3)).is_none());
+        assert!(find_sse_message(&format!("{unended}\n"), Some(3)).is_some());
     }
 
     #[test]

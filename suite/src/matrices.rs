@@ -355,7 +355,11 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                         let min = prop.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
                         let served_write = field == "idempotency_key" && tool == ToolName::CreateInstruction;
                         for e in crate::edges::length_edges(min, m as usize) {
-                            if e.within && !read && !served_write {
+                            // A write's text at its maximum in astral characters is served too:
+                            // a server counting UTF-16 units refuses it (the choice CODE_POINTS).
+                            let astral_text =
+                                e.unit == crate::edges::Unit::Astral && field != "idempotency_key";
+                            if e.within && !read && !served_write && !astral_text {
                                 continue;
                             }
                             let expect = if e.within { Expect::Served } else { Expect::Refused };
@@ -414,6 +418,16 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     // without it), unless the schema allows it.
                     if !allows_null(&prop) {
                         push(format!("`{field}` as null"), Some(Value::Null), Expect::Refused);
+                    }
+                    // Nor is an empty string where the schema allows none (a reader that tests
+                    // the value's truth runs the call without it).
+                    let empty_allowed =
+                        prop.get("enum").and_then(Value::as_array).is_some_and(|e| e.contains(&json!("")))
+                            || prop.get("minLength").and_then(Value::as_u64).is_none_or(|m| m == 0)
+                                && prop.get("enum").is_none()
+                                && prop.get("pattern").is_none();
+                    if prop.get("type").and_then(Value::as_str) == Some("string") && !empty_allowed {
+                        push(format!("`{field}` as an empty string"), Some(json!("")), Expect::Refused);
                     }
                 }
                 Mutation::WrongType => {
@@ -483,7 +497,10 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
                     && argument != "idempotency_key"
                     && let Some(key) = args.get("idempotency_key").and_then(Value::as_str)
                 {
-                    args["idempotency_key"] = json!(format!("{key}-{argument}{WIDEST}"));
+                    // The widest text's key ends so (`BoundRow::widest_text`); other texts' not.
+                    let widest = args[argument.as_str()].as_str().is_some_and(|t| t.starts_with('€'));
+                    let suffix = if widest { WIDEST } else { "-within" };
+                    args["idempotency_key"] = json!(format!("{key}-{argument}{suffix}"));
                 }
                 rows.push(BoundRow { tool, argument, edge, args, expect, clause, choice });
             }

@@ -113,6 +113,7 @@ named_modes! {
         ScopesIgnored = "scopes-ignored", "AUTH-3", "scopes are not checked";
         AnalyticsScopeIgnored = "analytics-scope-ignored", "AUTH-3", "get_analytics does not check its scope";
         CursorPageSkipsScope = "cursor-page-skips-scope", "AUTH-3", "a page asked for with a cursor skips the scope check (the first page checked it)";
+        ScopeSkippedStateless = "scope-skipped-stateless", "AUTH-3", "a request of the stateless revision (2026-07-28) skips the scope check: its token is taken as holding every scope (the session path checks it)";
         ExistenceOracle = "existence-oracle", "AUTH-4", "an absent restaurant gets MCP_RESOURCE_NOT_FOUND";
         AnalyticsMembershipIgnored = "analytics-membership-ignored", "AUTH-4", "get_analytics serves any restaurant, member or not";
         ForeignResourceRead = "foreign-resource-read", "AUTH-4", "resources/read serves any restaurant's resource, member or not (the handler reads the store around the pipeline)";
@@ -394,6 +395,12 @@ impl Defects {
     /// AUTH-6 the other way: the comparison that lets a role through is strict.
     pub fn refuses_role_at_minimum(&self) -> bool {
         self.has(Defect::RoleAtMinimumRefused)
+    }
+
+    /// AUTH-3 on one transport path: a request whose MCP-Protocol-Version is the stateless
+    /// revision's is served as if its token held every scope.
+    pub fn skips_scopes_for(&self, protocol_version: Option<&str>) -> bool {
+        self.has(Defect::ScopeSkippedStateless) && protocol_version == Some("2026-07-28")
     }
 
     pub fn ignores_scopes(&self, tool: ToolName, args: &Value) -> bool {

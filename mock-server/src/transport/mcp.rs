@@ -295,10 +295,14 @@ impl Handler {
     /// header and the envelope agree, ENV-2); over stdio the token's principal and a fresh ID.
     fn caller(&self, context: &RequestContext<RoleServer>) -> (Option<Principal>, String) {
         let parts = context.extensions.get::<http::request::Parts>();
-        let principal = match parts {
+        let mut principal = match parts {
             Some(parts) => parts.extensions.get::<Principal>().cloned(),
             None => self.stdio_principal.clone(),
         };
+        let version = parts.and_then(|p| p.headers.get("mcp-protocol-version")).and_then(|v| v.to_str().ok());
+        if let Some(p) = principal.as_mut().filter(|_| self.app.defects.skips_scopes_for(version)) {
+            p.scopes = ToolName::ALL.iter().map(|t| t.scope().to_owned()).collect();
+        }
         let request_id =
             parts.and_then(|p| p.extensions.get::<RequestId>()).map_or_else(new_request_id, |r| r.0.clone());
         (principal, request_id)

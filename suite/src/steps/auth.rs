@@ -40,6 +40,31 @@ async fn other_scheme(w: &mut ConformanceWorld, value: String) -> anyhow::Result
     Ok(())
 }
 
+/// AUTH-1: the scheme is case-insensitive (RFC 9110 §11.1), so the persona's token under
+/// `bearer` or `BEARER` opens a session and is served like `Bearer`.
+#[when(expr = "they read the busy restaurant with their token under the scheme {string}")]
+async fn scheme_in_another_case(w: &mut ConformanceWorld, scheme: String) -> anyhow::Result<()> {
+    let persona = w.persona()?.to_owned();
+    let token = w.ctx().profile.tokens.get(&persona).cloned();
+    let token = token.ok_or_else(|| anyhow!("the profile has no token for persona \"{persona}\""))?;
+    let mut client = w.ctx().anonymous_client(None, Some(persona));
+    let header = [("Authorization".to_owned(), format!("{scheme} {token}"))];
+    let init = client.initialize_with(crate::client::PROTOCOL_VERSION, &header).await;
+    let opened = client.is_initialized();
+    w.record(init);
+    if !opened {
+        return Err(w.fail(
+            format!("initialize served with the token under the scheme {scheme}"),
+            w.last()?.summary(),
+        ));
+    }
+    let restaurant = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
+    let params = json!({ "name": "get_restaurant", "arguments": { "restaurant_id": restaurant } });
+    let ex = client.request_with("tools/call", params, &header).await;
+    w.record(ex);
+    Ok(())
+}
+
 /// Over stdio: the server started without the token variable; "they" is that session.
 #[when("someone without a token starts the server over stdio")]
 async fn stdio_no_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {
