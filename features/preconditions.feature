@@ -58,12 +58,13 @@ Feature: Optimistic preconditions
   # that lets a move to the status the order already has through, whatever it expected, answers
   # a stale view as if it were current.
   @PRE-2
+  # An accepted order: a run leaves more of them than it takes (received ones are counted).
   Scenario: The same move sent again once it is done is refused as a conflict
-    When they ask to move an order of the busy restaurant from "received" to "accepted"
+    When they ask to move an order of the busy restaurant from "accepted" to "preparing"
     Then the call succeeds
-    When they move the same order on from "received" to "accepted"
+    When they move the same order on from "accepted" to "preparing"
     Then the call fails with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
-    And the order is still "accepted"
+    And the order is still "preparing"
 
   @PRE-2
   Scenario: A stale view of a restaurant is refused as a conflict
