@@ -61,3 +61,17 @@ Feature: Deliberately absent operations
       | target  |
       | closed  |
       | deleted |
+
+  # No tool deletes a restaurant or sends to many: a create or a message that does so on the side
+  # reaches a deliberately absent operation through an exposed tool.
+  @ABS-2
+  Scenario: A restaurant created under the name of another of its organization leaves that one as it was
+    When they create a restaurant in the home organization under the small restaurant's name, with the key "abs2-name-CANARY"
+    Then the small restaurant is still listed in the home organization and served
+
+  @ABS-2
+  Scenario: A message reaches its own conversation and no other
+    When they note how many messages each conversation of the busy restaurant holds
+    And they send the message "Only here CANARY" in the long conversation with the key "abs2-msg-CANARY"
+    Then the call succeeds
+    And every other conversation of the busy restaurant holds as many messages as before

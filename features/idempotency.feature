@@ -59,6 +59,18 @@ Feature: Idempotency
     And the request_ids seen are all different
     And the busy restaurant has exactly 1 instruction "Allergy check CANARY"
 
+  # RFC 8259 §7: "é" and "\u00e9" are the same string. A server comparing the bytes it was sent
+  # takes a client that escapes differently on a retry for another call.
+  @IDEM-2
+  Scenario: A retry whose text is written with JSON escapes replays the first call
+    When they create the instruction "Crème brûlée au café CANARY" in the busy restaurant with the key "idem2-esc-CANARY"
+    Then the call succeeds
+    When they create the instruction "Crème brûlée au café CANARY" in the busy restaurant with the key "idem2-esc-CANARY", its text written with JSON escapes
+    Then the call succeeds
+    And the answer is a replay
+    And the data is the same as the first call's
+    And the busy restaurant has exactly 1 instruction "Crème brûlée au café CANARY"
+
   @IDEM-2
   Scenario: A message sent twice with the same key is sent once
     When they send the message "Your table is ready CANARY" in the long conversation with the key "idem2m-CANARY"

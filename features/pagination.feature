@@ -19,6 +19,15 @@ Feature: Pagination
     Then the page holds 20 orders
     And the page has a next cursor
 
+  # One list whatever the filter: a default applied to each status's query, then merged, gives
+  # more than 20 orders on the first page.
+  @PAG-1
+  Scenario: A list of several statuses without a limit returns 20 items
+    When they list the orders of the busy restaurant with status ["received", "completed"]
+    Then the call succeeds
+    And the page holds 20 orders
+    And the page has a next cursor
+
   @PAG-1
   Scenario: Another list without a limit returns 20 items too
     When they list the conversations of the busy restaurant
@@ -125,6 +134,18 @@ Feature: Pagination
   Scenario: Walking with a filter yields exactly the matching orders, in one order
     When they walk all the orders of the busy restaurant with limit 9 and channel "phone"
     Then the walk yields every order of the busy restaurant with channel "phone" exactly once, in one order
+
+  # A creation window (created_from, created_to) at the middle of the restaurant's orders: the
+  # cursor's position and the window's bound are two conditions of one query, on every page.
+  @PAG-4
+  Scenario Outline: Walking with a creation window yields exactly the matching orders, in one order: <bound>
+    When they walk the busy restaurant's orders with limit 9 and <bound> at the middle of their creation times
+    Then the walk yields exactly the orders within that window of the busy restaurant, each once, in one order
+
+    Examples:
+      | bound        |
+      | created_from |
+      | created_to   |
 
   # A filter of several statuses is one list: one order across its pages, not one per status. Both
   # are final (no run moves an order out of them; orders a run completes come in their place), and

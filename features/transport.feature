@@ -32,11 +32,31 @@ Feature: The MCP transport and JSON-RPC, as any MCP server speaks them
       | "chataigne-é" |
 
   @PROTO-2 @needs-http
-  Scenario: An error answer carries the request's id
+  Scenario Outline: An error answer carries the request's id with its type: <id>
     Given the persona "owner"
-    When they send the JSON-RPC request "orders/teleport" with the id "teleport-1"
+    When they send the JSON-RPC request "orders/teleport" with the id <id>
     Then the answer is the JSON-RPC error -32601
-    And the answer carries the id "teleport-1", with its type
+    And the answer carries the id <id>, with its type
+
+    Examples:
+      | id           |
+      | "teleport-1" |
+      | "42"         |
+      | 0            |
+
+  # Requests a server refuses on its own error paths (no name, no URI): whatever the answer, it
+  # carries the id as sent, a string of digits as a string.
+  @PROTO-2 @needs-http
+  Scenario Outline: A request without what it names carries its id back with its type: <method>
+    Given the persona "owner"
+    When they send the JSON-RPC request "<method>" with the id "42"
+    Then the answer carries the id "42", with its type
+
+    Examples:
+      | method         |
+      | tools/call     |
+      | prompts/get    |
+      | resources/read |
 
   @PROTO-1 @needs-http
   Scenario: A notification is accepted with 202 and no body

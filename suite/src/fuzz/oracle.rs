@@ -168,8 +168,9 @@ fn envelope(name: &str, ex: &Exchange) -> Vec<Fault> {
                 format!("{name}: a success whose structured content misses {}", missing.join(", ")),
             ));
         }
-        if let Err(got) = rules::one_readable_text(ex) {
-            out.push(fault("ENV-1", format!("{name}: a success with {got}, not one readable text block")));
+        // The judge's rule (`rules::records::no_text`): one judge for both.
+        if let Some(detail) = crate::rules::records::no_text(ex) {
+            out.push(fault("ENV-1", detail));
         }
     }
     out

@@ -578,16 +578,23 @@ pub fn applies_tool_success(ex: &Exchange) -> bool {
 }
 
 /// ENV-1 ("les outils renvoient un court texte lisible et des données structurées"): a success
-/// carries a text block that is not empty, on every page and every replay alike. Exactly one, and
-/// prose rather than JSON, is the contract's (its scenarios'); MCP lets an SDK add the JSON.
+/// carries one text a person can read, on every page and every replay alike. A text block that
+/// is a JSON object or array is a serialization of the data (MCP lets an SDK add it for clients
+/// without structured output) and is not counted; of the others exactly one, not empty: a second
+/// prose block (the data again as a table, a second summary) is not the short text the seed gives.
 pub fn no_text(ex: &Exchange) -> Option<String> {
-    ex.texts().iter().all(|t| t.trim().is_empty()).then(|| {
-        format!(
-            "{}: a success without a text block a person can read ({})",
-            ex.tool.as_deref().unwrap_or("a tool"),
-            ex.request_id().unwrap_or("no request_id")
-        )
-    })
+    let json = |t: &str| serde_json::from_str::<Value>(t).is_ok_and(|v| v.is_object() || v.is_array());
+    let prose: Vec<&str> = ex.texts().into_iter().filter(|t| !json(t)).collect();
+    let tool = ex.tool.as_deref().unwrap_or("a tool");
+    let rid = ex.request_id().unwrap_or("no request_id");
+    match prose.as_slice() {
+        [one] if !one.trim().is_empty() => None,
+        [] | [_] => Some(format!("{tool}: a success without a text block a person can read ({rid})")),
+        more => Some(format!(
+            "{tool}: a success with {} text blocks besides any JSON, where the contract gives one short text ({rid})",
+            more.len()
+        )),
+    }
 }
 
 /// Analytics metrics that add up over periods: a period's count or sum is its days' (distinct

@@ -47,6 +47,36 @@ async fn create_instruction_reordered(
     w.call_tool_text("create_instruction", &text).await.map(drop)
 }
 
+/// The same arguments, every non-ASCII character of the text written as a JSON `\u` escape: the
+/// same JSON value (RFC 8259 §7), so the same call (IDEM-2 compares arguments, not bytes).
+#[when(
+    expr = "they create the instruction {quoted} in {target} with the key {quoted}, its text written with JSON escapes"
+)]
+async fn create_instruction_escaped(
+    w: &mut ConformanceWorld,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
+) -> anyhow::Result<()> {
+    let args = w.ctx().id_map.outbound(&instruction_args(w, &target, &text, &key)?);
+    let escaped = args["text"].to_string().chars().fold(String::new(), |mut out, c| {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+        out
+    });
+    let text = format!(
+        r#"{{"idempotency_key":{},"restaurant_id":{},"text":{escaped}}}"#,
+        args["idempotency_key"], args["restaurant_id"]
+    );
+    w.dirty = true;
+    w.call_tool_text("create_instruction", &text).await.map(drop)
+}
+
 #[when(expr = "they send the message {quoted} in {target} with the key {quoted}")]
 async fn send_message(
     w: &mut ConformanceWorld,

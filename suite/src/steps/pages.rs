@@ -214,6 +214,34 @@ async fn next_tampered(w: &mut ConformanceWorld, how: String) -> anyhow::Result<
 
 pub use crate::rules::cursors::tamper;
 
+/// Every item of a list under `key`, its pages followed to the last (arguments in dataset IDs).
+pub(super) async fn all_items(
+    w: &mut ConformanceWorld,
+    tool: &str,
+    args: Value,
+    key: &str,
+) -> anyhow::Result<Vec<Value>> {
+    let bound = w.dataset().orders.len() + w.dataset().messages.len() + 10;
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..bound {
+        let mut page = args.clone();
+        if let Some(c) = &cursor {
+            page["cursor"] = Value::String(c.clone());
+        }
+        super::matrices::call_patiently(w, tool, page).await?;
+        let success = w.success()?;
+        let pointer = format!("/{key}");
+        let got = w.field(&success.data, &pointer)?.as_array().cloned().ok_or_else(|| w.blocked(&pointer))?;
+        items.extend(got);
+        cursor = success.meta.next_cursor;
+        if cursor.is_none() {
+            return Ok(items);
+        }
+    }
+    Err(w.fail("the walk to end", format!("still a next_cursor after {bound} pages")))
+}
+
 /// Every page of a list, following `next_cursor` until it is absent; optionally with a new
 /// order arriving (control API) after each page, to prove the cursor is a keyset (PAG-4).
 #[when(
@@ -520,6 +548,53 @@ fn newest_first<'a>(items: impl Iterator<Item = (&'a String, &'a String)>) -> Ve
     let mut items: Vec<Stamped> = items.map(|(id, at)| (id.clone(), at.clone())).collect();
     items.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     items
+}
+
+/// A time between two orders of `restaurant` (dataset IDs) near the middle, that no order was
+/// created at: whether a window's bound is inclusive (the contract does not say) changes nothing.
+fn middle_creation(w: &ConformanceWorld, restaurant: &str) -> anyhow::Result<String> {
+    use chataigne_contract::time::{format_timestamp, parse_timestamp};
+    let times: Vec<i64> =
+        orders_newest_first(w, restaurant, None).iter().filter_map(|(_, at)| parse_timestamp(at)).collect();
+    // From the middle on, the first gap of two seconds or more: its older side plus one second.
+    times
+        .windows(2)
+        .skip(times.len() / 2)
+        .find(|pair| pair[0] - pair[1] >= 2)
+        .map(|pair| format_timestamp(pair[1] + 1))
+        .ok_or_else(|| anyhow!("{restaurant} has no two orders two seconds apart"))
+}
+
+/// PAG-4 under a creation window: `bound` (`created_from` or `created_to`) at the middle order's
+/// creation time, derived from the dataset.
+#[when(
+    regex = r"^they walk the busy restaurant's orders with limit (\d+) and (created_from|created_to) at the middle of their creation times$"
+)]
+async fn walk_window(w: &mut ConformanceWorld, limit: usize, bound: String) -> anyhow::Result<()> {
+    let busy = w.dataset().landmarks.busy_restaurant.clone();
+    let at = middle_creation(w, &busy)?;
+    w.saved.insert("window".to_owned(), format!("{bound} {at}"));
+    let filters = format!("limit {limit} and {bound} \"{at}\"");
+    walk(w, "orders".to_owned(), "the busy restaurant".to_owned(), filters, String::new()).await
+}
+
+/// The dataset's orders within the window the walk named (bounds inclusive); orders a run adds
+/// later are newer than any window's middle: held to their place under `created_from`.
+#[then(
+    "the walk yields exactly the orders within that window of the busy restaurant, each once, in one order"
+)]
+async fn walk_window_yields(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let window = w.saved.get("window").cloned().ok_or_else(|| anyhow!("no window walked"))?;
+    let (bound, at) = window.split_once(' ').ok_or_else(|| anyhow!("a window is `bound time`"))?;
+    let busy = w.dataset().landmarks.busy_restaurant.clone();
+    let from = bound == "created_from";
+    let secs = chataigne_contract::time::parse_timestamp(at).ok_or_else(|| anyhow!("not a time: {at}"))?;
+    let stamp = |t: &String| chataigne_contract::time::parse_timestamp(t).unwrap_or(i64::MIN);
+    let within = |t: &String| if from { stamp(t) >= secs } else { stamp(t) <= secs };
+    let orders = w.dataset().orders_of(&busy).filter(|o| within(&o.created_at));
+    let expected = newest_first(orders.map(|o| (&o.id, &o.created_at)));
+    let others = if from { Others::Added("created_at") } else { Others::Refused };
+    compare(w, &format!("orders of {busy} with {bound} {at}"), &expected, others)
 }
 
 #[then(expr = "the walk yields every order of {target} exactly once, in one order")]

@@ -323,3 +323,101 @@ async fn set_restaurant_seen(
     let args = json!({ "restaurant_id": restaurant, "status": status, "expected_status": saw });
     w.call_tool("set_restaurant_status", args).await.map(drop)
 }
+
+/// ABS-2: a restaurant created under the name of one its organization already has. Creating is
+/// all `create_restaurant` may do: the other restaurant must stay (no tool deletes one).
+#[when(
+    expr = "they create a restaurant in the home organization under the small restaurant's name, with the key {quoted}"
+)]
+async fn create_namesake(w: &mut ConformanceWorld, key: crate::steps::params::Quoted) -> anyhow::Result<()> {
+    let l = &w.dataset().landmarks;
+    let small = w.dataset().restaurants.iter().find(|r| r.id == l.small_restaurant);
+    let name = small.map(|r| r.name.clone()).ok_or_else(|| anyhow!("the dataset has no small restaurant"))?;
+    let args = json!({
+        "organization_id": l.home_organization,
+        "name": name,
+        "timezone": "Europe/Paris",
+        "idempotency_key": w.expand(&key),
+    });
+    w.dirty = true;
+    w.call_tool("create_restaurant", args).await.map(drop)
+}
+
+#[then("the small restaurant is still listed in the home organization and served")]
+async fn small_still_there(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let l = w.dataset().landmarks.clone();
+    let small = w.ctx().id_map.to_server(&l.small_restaurant);
+    let listed = crate::steps::pages::all_items(
+        w,
+        "list_restaurants",
+        json!({ "organization_id": l.home_organization }),
+        "restaurants",
+    )
+    .await?;
+    if !listed.iter().any(|r| r["id"] == small.as_str()) {
+        return Err(w.fail(
+            "the small restaurant among the home organization's restaurants",
+            format!("{} restaurants, not it", listed.len()),
+        ));
+    }
+    w.call_tool("get_restaurant", json!({ "restaurant_id": l.small_restaurant })).await?;
+    w.success().map(drop)
+}
+
+/// What each conversation of the busy restaurant holds: its ID and `message_count`.
+async fn message_counts(w: &mut ConformanceWorld) -> anyhow::Result<Vec<(String, u64)>> {
+    let busy = w.dataset().landmarks.busy_restaurant.clone();
+    let items = crate::steps::pages::all_items(
+        w,
+        "list_conversations",
+        json!({ "restaurant_id": busy }),
+        "conversations",
+    )
+    .await?;
+    let mut out = Vec::new();
+    for c in &items {
+        match (c["id"].as_str(), c["message_count"].as_u64()) {
+            (Some(id), Some(n)) => out.push((id.to_owned(), n)),
+            _ => return Err(w.blocked("/conversations/0/message_count")),
+        }
+    }
+    Ok(out)
+}
+
+/// ABS-2: before a message is sent, what every conversation of the busy restaurant holds.
+#[when("they note how many messages each conversation of the busy restaurant holds")]
+async fn note_message_counts(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let counts = message_counts(w).await?;
+    w.saved.insert("message_counts".to_owned(), serde_json::to_string(&counts)?);
+    Ok(())
+}
+
+/// ABS-2: a message goes to its conversation alone (no tool broadcasts). Only the other
+/// conversations are compared: the run's other scenarios write to the long one.
+#[then("every other conversation of the busy restaurant holds as many messages as before")]
+async fn other_counts_unchanged(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let before: Vec<(String, u64)> =
+        serde_json::from_str(w.saved.get("message_counts").ok_or_else(|| anyhow!("no counts noted"))?)?;
+    let after = message_counts(w).await?;
+    let long = w.ctx().id_map.to_server(&w.dataset().landmarks.long_conversation);
+    let mut compared = 0;
+    let mut changed = Vec::new();
+    for (id, n) in after.iter().filter(|(id, _)| *id != long) {
+        if let Some((_, m)) = before.iter().find(|(b, _)| b == id) {
+            compared += 1;
+            if n != m {
+                changed.push(format!("{id}: {m} → {n}"));
+            }
+        }
+    }
+    if compared == 0 {
+        return Err(w.fail("another conversation of the busy restaurant to compare", "none listed twice"));
+    }
+    if !changed.is_empty() {
+        return Err(w.fail(
+            "every other conversation's message_count unchanged",
+            format!("{} of {compared} changed: {}", changed.len(), changed.join(", ")),
+        ));
+    }
+    Ok(())
+}

@@ -347,6 +347,13 @@ fn every_success_carries_a_text_a_person_can_read() {
     ex.response_mut_for_test().message.as_mut().unwrap()["result"]["content"] =
         json!([{ "type": "text", "text": " " }]);
     assert!(no_text(&ex).is_some());
+    // A JSON serialization beside the summary is an SDK's; a second prose block is not.
+    ex.response_mut_for_test().message.as_mut().unwrap()["result"]["content"] =
+        json!([{ "type": "text", "text": "3 orders" }, { "type": "text", "text": "{\"orders\": []}" }]);
+    assert!(no_text(&ex).is_none());
+    ex.response_mut_for_test().message.as_mut().unwrap()["result"]["content"] =
+        json!([{ "type": "text", "text": "3 orders" }, { "type": "text", "text": "day,orders\n1,3" }]);
+    assert!(no_text(&ex).is_some_and(|d| d.contains("2 text blocks")));
 }
 
 #[test]
