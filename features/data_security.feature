@@ -60,6 +60,22 @@ Feature: Security of data
       | internal   | MCP_INTERNAL_ERROR         |
       | dependency | MCP_DEPENDENCY_UNAVAILABLE |
 
+  # A page reached through a cursor takes another query (the cursor's position in it): its
+  # failure is told as plainly as a first page's.
+  @SEC-2 @needs-control-faults
+  Scenario: An internal failure on a page reached through a cursor reveals nothing of the server's insides
+    Given a fresh server state
+    When they list the orders of the busy restaurant
+    Then the call succeeds
+    Given the server fails the next calls of "list_orders" with a "internal" error
+    When they list the next page
+    Then the call fails with "MCP_INTERNAL_ERROR"
+    And the error reveals none of these:
+      | panicked   | backtrace  | stack trace | .rs:     | src/       | traceback     |
+      | exception  | select     | insert into | sqlstate | postgres   | sqlite        |
+      | /home/     | /usr/      | /var/       | .go:     | thread '   | os error      |
+      | refused    | timed out  | errno       | unwrap   | null point | at line       |
+
   # The same on the resources surface: a read of a restaurant resource runs the restaurant's read,
   # and its failure, told as a JSON-RPC error, shows nothing of the server's insides either.
   @SEC-2 @needs-control-faults
