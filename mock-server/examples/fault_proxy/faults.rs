@@ -359,6 +359,37 @@ faults! {
     B1028Idem2 = "b10-28-idem2", "IDEM-2", Seed, "keyed arguments are compared as sent: a retry whose text writes a non-ASCII character as a \\u escape (or the first did) is MCP_IDEMPOTENCY_MISMATCH instead of the replay";
     B1029Pre1 = "b10-29-pre1", "PRE-1", Seed, "expected_status \"\" (empty string) is taken as no precondition: the write runs against the current state";
     B1030Abs2 = "b10-30-abs2", "ABS-2", Seed, "send_message also sends its text to every other open conversation of the restaurant (a broadcast: a campaign through an exposed tool)";
+    // Batch 11 (`batch11.rs`, on `common.rs`): opaque names (`b11-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B1101Proto2 = "b11-01-proto2", "PROTO-2", Seed, "resources/read of a URI the server does not have (no handler matches it) falls through to the first resource listed: the contract document is answered, not a JSON-RPC error";
+    B1102Pag4 = "b11-02-pag4", "PAG-4", Seed, "list_orders pages reached through a cursor without a status filter leave out cancelled and rejected orders (the continuation query carries the kitchen view's active-orders default): a walk misses them";
+    B1103Idem1 = "b11-03-idem1", "IDEM-1", Seed, "an idempotency_key given as the empty string is taken as missing and one is made up: the keyed write runs (and can never be replayed) instead of MCP_INVALID_ARGUMENTS";
+    B1104Auth1 = "b11-04-auth1", "AUTH-1", Seed, "notifications are accepted before the authentication middleware: a notification with no token gets 202, not 401 with the challenge";
+    B1105Lim5 = "b11-05-lim5", "LIM-5", Seed, "a page cut for size drops its largest items to fit (not its tail) while its next_cursor continues after the last item returned: the dropped orders are never reached";
+    B1106Proto2 = "b11-06-proto2", "PROTO-2", Seed, "a request whose id is the empty string \"\" is answered with id null (the id taken as absent when falsy)";
+    B1107Env4 = "b11-07-env4", "ENV-4", Seed, "MCP_CURSOR_INVALID errors carry an error.request_id of their own, other than meta.request_id";
+    B1108Pre1 = "b11-08-pre1", "PRE-1", Seed, "update_order_status to accepted also accepts the restaurant's next received order (a queue shortcut): another order changes state without any expected_status";
+    B1109Lim1 = "b11-09-lim1", "LIM-1", Seed, "get_analytics with granularity month bounds the range at 12 monthly buckets: a range within 366 days that touches 13 calendar months is refused MCP_INVALID_ARGUMENTS";
+    B1110Auth5 = "b11-10-auth5", "AUTH-5", Seed, "prompts/get answer_a_guest quotes the conversation's latest message, read by conversation ID alone: another tenant's conversation's message is shown";
+    B1111Env2 = "b11-11-env2", "ENV-2", Full, "get_* reads are answered from a 2-second cache of whole answers: the same read by the same caller within 2 s repeats the first answer's request_id";
+    B1112Proto1 = "b11-12-proto1", "PROTO-1", Seed, "initialize hands out an Mcp-Session-Id holding a space (\"chataigne <hex>\"), outside visible ASCII";
+    B1113Pag1 = "b11-13-pag1", "PAG-1", Seed, "on protocol revision 2025-06-18 lists without limit (and without cursor) return 50 items, not 20 (the older handler's default)";
+    B1114Abs2 = "b11-14-abs2", "ABS-2", Seed, "create_instruction whose text asks to cancel an order it names (cancel/annuler ord_…) cancels it: reads show it cancelled and it can no longer be moved";
+    B1115Idem3 = "b11-15-idem3", "IDEM-3", Seed, "the arguments' fingerprint composes accents first: the same key with a text written decomposed (e + U+0301) where the first was precomposed (é) replays instead of MCP_IDEMPOTENCY_MISMATCH";
+    B1116Lim7 = "b11-16-lim7", "LIM-7", Full, "a notification body over 1 MiB is acknowledged 202 before the body limit is applied, instead of 413";
+    B1117Pre2 = "b11-17-pre2", "PRE-2", Seed, "list_orders' status filter keeps a moved order under its old status for 30 s (the row shows its new status): an order just accepted is still listed under received";
+    B1118Env1 = "b11-18-env1", "ENV-1", Seed, "a list answer with no items carries no text block (content: [])";
+    B1119Sec2 = "b11-19-sec2", "SEC-2", Seed, "internal errors of keyed writes quote the idempotency store's failure: a redis URL with its password and a source path";
+    B1120Auth8 = "b11-20-auth8", "AUTH-8", Seed, "set_restaurant_status applies the change before checking the scope: a token without restaurants:write is refused MCP_SCOPE_REQUIRED, but the restaurant's status changed";
+    B1121Auth4 = "b11-21-auth4", "AUTH-4", Seed, "restaurant and organization IDs are looked up case-insensitively: rst_CENTRAL (which does not exist) is served as rst_central instead of MCP_RESOURCE_FORBIDDEN";
+    B1122Idem4 = "b11-22-idem4", "IDEM-4", Seed, "create_organization takes no in-progress claim (the claim locks a restaurant row): an identical call while the first runs runs too, two organizations";
+    B1123Pre3 = "b11-23-pre3", "PRE-3", Seed, "a completed order can be reopened: completed to accepted is applied (reads show it accepted) instead of refused";
+    B1124Proto4 = "b11-24-proto4", "PROTO-4", Seed, "retry_after_ms is sent as computed in float milliseconds (e.g. 999.5), off the output schema's integer";
+    B1125Abs1 = "b11-25-abs1", "ABS-1", Seed, "tools/list answered to a caller on any OAuth client but the first adds sync_orders_to_provider (provider synchronization)";
+    B1126Idem2 = "b11-26-idem2", "IDEM-2", Seed, "a keyed result reaches the store 1 s after its answer (write-behind): a retry with the same key and arguments within that second runs again (a second effect, replayed false)";
+    B1127Sec2 = "b11-27-sec2", "SEC-2", Seed, "an internal error caused by a panic carries the panic's message and source location (other internal errors stay clean)";
+    B1128Env3 = "b11-28-env3", "ENV-3", Seed, "MCP_INVALID_ARGUMENTS errors' text block carries the tool's whole descriptor pretty-printed, far over 4 KiB";
+    B1129Pag3 = "b11-29-pag3", "PAG-3", Seed, "lists filtered by channel compute has_more before the filter: their last page carries a next_cursor, which leads to an empty page";
+    B1130Lim6 = "b11-30-lim6", "LIM-6", Seed, "on protocol revision 2025-06-18 get_transcript never measures its output: a transcript over 128 KiB is served whole instead of MCP_OUTPUT_TOO_LARGE";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

@@ -17,14 +17,15 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list; `batch4` to `batch10` hold the fourth to tenth batches,
-//! `b4-` to `b10-` names, whatever their area; `common` holds the shapes batch 10 on shares). `faults` is the catalogue
+//! `catalogue` rewrites tools/list; `batch4` to `batch11` hold the fourth to eleventh batches,
+//! `b4-` to `b11-` names, whatever their area; `common` holds the shapes batch 10 on shares). `faults` is the catalogue
 //! of faults, `dataset` what the proxy reads of the published dataset, `wire` requests and
 //! answers as the proxy sees them.
 
 mod absent;
 mod auth;
 mod batch10;
+mod batch11;
 mod batch4;
 mod batch5;
 mod batch6;
@@ -338,6 +339,9 @@ impl Proxy {
         if self.fault.in_batch10() {
             return self.before_batch10(call).await;
         }
+        if self.fault.in_batch11() {
+            return self.before_batch11(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -377,6 +381,9 @@ impl Proxy {
         }
         if self.fault.in_batch10() {
             return self.after_batch10(call, a).await;
+        }
+        if self.fault.in_batch11() {
+            return self.after_batch11(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
