@@ -345,6 +345,8 @@ impl App {
         *self.deadlines.write().unwrap_or_else(|e| e.into_inner()) = self.config.deadlines;
         self.oauth.clear_windows();
         if data.is_ok() {
+            // What a defect deleted is back with the data.
+            self.defects.data_reset();
             self.clock.reset();
         }
         data

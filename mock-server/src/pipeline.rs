@@ -217,7 +217,7 @@ async fn effect(call: Call, claim: Option<Owned>) -> Outcome {
         let mut guard = ReleaseOnDrop { app: call.app.clone(), owned: claim };
         pause(fault.latency_ms).await;
         let outcome = match fault.error {
-            Some(error) => Err(ToolError::new(error.raise())),
+            Some(error) => Err(call.app.defects.fault_error(tool, &call.args, error.raise())),
             // A read is answered without a further await (the in-memory path stays as it was).
             None if !kind.is_write() => tools::read(&call),
             None => tools::run(&call).await,

@@ -139,12 +139,25 @@ named_modes! {
         MessageTextLogged = "message-text-logged", "SEC-1", "message texts are written to the log";
         ReportLeaksArguments = "report-leaks-arguments", "SEC-1", "error reports carry the call's arguments, unscrubbed";
         InternalErrorLeaks = "internal-error-leaks", "SEC-2", "internal errors carry a stack trace";
+        BearerCaseSensitive = "bearer-case-sensitive", "AUTH-1", "the Authorization scheme is matched case-sensitively: `bearer <token>` or `BEARER <token>` is taken as no token (401 with the usual challenge)";
+        FetchSiteTrusted = "fetch-site-trusted", "PROTO-5", "a request with Sec-Fetch-Site same-origin or none skips the Origin check: a foreign Origin is then served";
+        EmptyExpectedStatusIgnored = "empty-expected-status-ignored", "PRE-1", "expected_status \"\" is taken as absent but allowed: update_order_status and set_restaurant_status run against the current state";
+        MoveToCurrentStatusAccepted = "move-to-current-status-accepted", "PRE-2", "update_order_status to the order's current status succeeds whatever expected_status says";
+        MessageBroadcast = "message-broadcast", "ABS-2", "send_message also appends its text to every other conversation of the restaurant (the answer is the one message's)";
+        NamesakeReplaces = "namesake-replaces", "ABS-2", "create_restaurant with the name of a restaurant its organization already has deletes that restaurant and creates the new one";
+        AnalyticsCsvBlock = "analytics-csv-block", "ENV-1", "get_analytics successes carry a second text block: the series as CSV lines, after the summary";
+        DefaultPerStatus = "default-per-status", "PAG-1", "list_orders with several statuses and no limit returns up to 20 orders per status (merged, newest first, at most 50)";
+        WindowCursorInclusive = "window-cursor-inclusive", "PAG-4", "list_orders under created_from or created_to starts each page reached through a cursor with the previous page's last order";
+        CursorPageErrorLeaks = "cursor-page-error-leaks", "SEC-2", "an internal error on a list_orders page asked with a cursor quotes its SQL query (first pages' errors stay clean)";
     }
 }
 
 /// The defects switched on, and what `stale-read-after-write` remembers.
 #[derive(Debug, Default, Clone)]
-pub struct Defects(BTreeSet<Defect>, StaleReads, LastPrincipal);
+pub struct Defects(BTreeSet<Defect>, StaleReads, LastPrincipal, Replaced);
+
+/// `namesake-replaces`' deletions: the restaurants a namesake replaced, by ID.
+type Replaced = std::sync::Arc<std::sync::Mutex<BTreeSet<String>>>;
 
 /// `token-checked-at-initialize`'s memory: the principal the server last authenticated.
 type LastPrincipal = std::sync::Arc<std::sync::Mutex<Option<Principal>>>;
@@ -154,7 +167,12 @@ type StaleReads = std::sync::Arc<std::sync::Mutex<HashMap<String, String>>>;
 
 impl Defects {
     pub fn new(list: &[Defect]) -> Defects {
-        Defects(list.iter().copied().collect(), StaleReads::default(), LastPrincipal::default())
+        Defects(
+            list.iter().copied().collect(),
+            StaleReads::default(),
+            LastPrincipal::default(),
+            Replaced::default(),
+        )
     }
 
     pub fn has(&self, d: Defect) -> bool {
@@ -230,6 +248,12 @@ impl Defects {
         {
             key.remove("minLength");
             key.remove("maxLength");
+        }
+        if self.has(Defect::EmptyExpectedStatusIgnored)
+            && let Some(values) =
+                schema.pointer_mut("/properties/expected_status/enum").and_then(Value::as_array_mut)
+        {
+            values.push("".into());
         }
         schema
     }
@@ -603,6 +627,24 @@ impl Defects {
         asked.filter(|_| !self.has(Defect::ChannelFilterIgnored))
     }
 
+    /// `default-per-status`: list_orders' page under several statuses and no limit, as (per
+    /// status, in all).
+    pub fn per_status_page(&self, limit_given: bool, statuses: usize) -> Option<(usize, usize)> {
+        (self.has(Defect::DefaultPerStatus) && !limit_given && statuses > 1)
+            .then_some((chataigne_contract::DEFAULT_LIMIT, 50))
+    }
+
+    /// `window-cursor-inclusive`: a page of list_orders under a creation window starts at the
+    /// cursor's own order.
+    pub fn window_page_start(&self, windowed: bool, start: Bound<Key>) -> Bound<Key> {
+        match start {
+            Bound::Excluded(key) if windowed && self.has(Defect::WindowCursorInclusive) => {
+                Bound::Included(key)
+            }
+            other => other,
+        }
+    }
+
     pub fn cursor_on_last_page(&self) -> bool {
         self.has(Defect::CursorOnLastPage)
     }
@@ -710,6 +752,20 @@ impl Defects {
         self.has(Defect::ExpectedStatusIgnored) || self.has(Defect::PreconditionOptional)
     }
 
+    /// PRE-1 and PRE-2's narrow defects: whether `expected` is not held against the `current`
+    /// status of a move to `target` (`None` for a restaurant): an empty one
+    /// (`empty-expected-status-ignored`), or any when an order is already in its target
+    /// (`move-to-current-status-accepted`, which lets the move past the lifecycle too).
+    pub fn waives_expected_status(&self, expected: &str, current: &str, target: Option<&str>) -> bool {
+        (self.has(Defect::EmptyExpectedStatusIgnored) && expected.is_empty())
+            || self.moves_to_current(current, target)
+    }
+
+    /// `move-to-current-status-accepted`: an order moved to the status it has.
+    pub fn moves_to_current(&self, current: &str, target: Option<&str>) -> bool {
+        self.has(Defect::MoveToCurrentStatusAccepted) && target == Some(current)
+    }
+
     pub fn ignores_lifecycle(&self, from: &str) -> bool {
         self.has(Defect::LifecycleUnchecked)
             || self.has(Defect::CancelStatusAccepted)
@@ -774,6 +830,78 @@ impl Defects {
         self.has(Defect::ReportLeaksArguments)
     }
 
+    /// The error an injected fault raises: under `cursor-page-error-leaks` an internal error on
+    /// a list_orders page asked with a cursor quotes its SQL query.
+    pub fn fault_error(&self, tool: ToolName, args: &Value, code: ErrorCode) -> ToolError {
+        let cursor_page = tool == ToolName::ListOrders && args.get("cursor").is_some();
+        if !(self.has(Defect::CursorPageErrorLeaks) && cursor_page && code == ErrorCode::InternalError) {
+            return ToolError::new(code);
+        }
+        let rid = args.get("restaurant_id").and_then(Value::as_str).unwrap_or_default();
+        let limit =
+            args.get("limit").and_then(Value::as_u64).unwrap_or(chataigne_contract::DEFAULT_LIMIT as u64);
+        ToolError {
+            detail: Some(format!(
+                "select * from orders where restaurant_id = '{rid}' and (created_at, id) < ($1, $2) \
+                 order by created_at desc limit {limit}"
+            )),
+            ..ToolError::new(code)
+        }
+    }
+
+    // --- writes that reach too far (ABS-2) ---
+
+    /// `message-broadcast`: the other conversations of restaurant `rid` a message sent in `cid`
+    /// is appended to as well.
+    pub fn broadcast_to(&self, data: &Data, rid: &str, cid: &str) -> Vec<String> {
+        if !self.has(Defect::MessageBroadcast) {
+            return Vec::new();
+        }
+        let all = data.conversations.get(rid).into_iter().flat_map(|m| m.values());
+        all.filter(|c| c.id != cid).map(|c| c.id.clone()).collect()
+    }
+
+    /// `namesake-replaces`: the restaurants of `org` named `name` that a new one replaces,
+    /// deleted now.
+    pub fn replace_namesakes(&self, data: &Data, org: &str, name: &str) {
+        if !self.has(Defect::NamesakeReplaces) {
+            return;
+        }
+        let namesakes = data.restaurants.values().filter(|r| r.organization_id == org && r.name == name);
+        let mut replaced = self.3.lock().unwrap_or_else(|e| e.into_inner());
+        replaced.extend(namesakes.map(|r| r.id.clone()));
+    }
+
+    /// The data was reset: the restaurants `namesake-replaces` deleted are back.
+    pub fn data_reset(&self) {
+        self.3.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Whether restaurant `rid` was deleted by `namesake-replaces` (never, healthy).
+    pub fn deleted(&self, rid: &str) -> bool {
+        self.has(Defect::NamesakeReplaces) && self.3.lock().unwrap_or_else(|e| e.into_inner()).contains(rid)
+    }
+
+    /// ENV-1: `analytics-csv-block`'s second text block, the series of a get_analytics success
+    /// as CSV lines.
+    pub fn extra_text(&self, structured: &Value, is_error: bool) -> Option<String> {
+        if !self.has(Defect::AnalyticsCsvBlock) || is_error {
+            return None;
+        }
+        let data = structured.get("data")?;
+        let series = data.get("series")?.as_array()?;
+        let metrics: Vec<&str> = data.get("metrics")?.as_array()?.iter().filter_map(Value::as_str).collect();
+        let mut csv = format!("period_start,{}", metrics.join(","));
+        for row in series {
+            let cells = metrics
+                .iter()
+                .map(|m| row.pointer(&format!("/values/{m}")).map_or(String::new(), Value::to_string));
+            let start = row.get("period_start").and_then(Value::as_str).unwrap_or_default();
+            csv.push_str(&format!("\n{start},{}", cells.collect::<Vec<_>>().join(",")));
+        }
+        Some(csv)
+    }
+
     // --- transport and pipeline: what the healthy layers ask, by name ---
 
     /// PROTO-2: an unknown tool answered as an unknown method.
@@ -799,6 +927,25 @@ impl Defects {
     /// PROTO-5: rmcp's Host check switched off.
     pub fn host_unchecked(&self) -> bool {
         self.has(Defect::HostUnchecked)
+    }
+
+    /// PROTO-5 under `fetch-site-trusted`: a request whose Sec-Fetch-Site says `same-origin` or
+    /// `none` is taken as the browser's word that its Origin is fine.
+    pub fn trusts_fetch_site(&self, headers: &HeaderMap) -> bool {
+        self.has(Defect::FetchSiteTrusted)
+            && headers
+                .get("sec-fetch-site")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "same-origin" | "none"))
+    }
+
+    /// AUTH-1: the bearer token of an Authorization header; under `bearer-case-sensitive` the
+    /// scheme must be spelled `Bearer` exactly.
+    pub fn bearer<'a>(&self, header: &'a str) -> Option<&'a str> {
+        if self.has(Defect::BearerCaseSensitive) && !header.starts_with("Bearer ") {
+            return None;
+        }
+        crate::auth::bearer(header)
     }
 
     /// PROTO-5: the gate's Origin check switched off.

@@ -49,7 +49,7 @@ pub fn get(call: &Call) -> Result<Output, ToolError> {
 pub async fn send_message(call: &Call) -> Result<Output, ToolError> {
     let (rid, cid, text) = (call.restaurant_id()?, call.req("conversation_id")?, call.req("text")?);
     let (id, sent_at) = (super::new_id("msg"), call.app.clock.now_timestamp());
-    super::commit(call, |data| {
+    let sent = super::commit(call, |data| {
         let c = call.app.defects.conversation(data, rid, cid).ok_or(ErrorCode::ResourceNotFound)?;
         let message = Message {
             id: id.clone(),
@@ -65,5 +65,22 @@ pub async fn send_message(call: &Call) -> Result<Output, ToolError> {
         );
         Ok(Planned { change: Change::Message { message }, output })
     })
-    .await
+    .await?;
+    // `message-broadcast` only: the same text appended to the restaurant's other conversations.
+    let others = call.app.defects.broadcast_to(&call.app.store.read(), rid, cid);
+    for other in others {
+        let message = Message {
+            id: super::new_id("msg"),
+            conversation_id: other,
+            direction: "outbound".into(),
+            text: text.to_owned(),
+            sent_at: sent_at.clone(),
+        };
+        let planned = |_: &Data| {
+            let output = Output::new(Value::Null, "");
+            Ok::<_, ToolError>(Planned { change: Change::Message { message: message.clone() }, output })
+        };
+        let _ = call.app.store.commit(None, planned).await;
+    }
+    Ok(sent)
 }

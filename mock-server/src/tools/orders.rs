@@ -33,15 +33,27 @@ pub fn list(call: &Call) -> Result<Output, ToolError> {
         .map(|a| a.iter().filter_map(Value::as_str).collect());
     let channel = call.app.defects.channel_filter(call.str("channel"));
     let (from_ts, to_ts) = (call.str("created_from"), call.str("created_to"));
-    let from = start(call)?;
+    let from = call.app.defects.window_page_start(from_ts.is_some() || to_ts.is_some(), start(call)?);
+    let per_status = (call.app.defects)
+        .per_status_page(call.args.get("limit").is_some(), statuses.as_ref().map_or(0, Vec::len));
+    let mut seen = std::collections::HashMap::<String, usize>::new();
     let items = in_order(call, data.orders.get(rid), &from)
         .filter(|(_, o)| statuses.as_ref().is_none_or(|s| s.contains(&&*o.status)))
         .filter(|(_, o)| channel.is_none_or(|c| *o.channel == *c))
         // Fixed-width UTC timestamps compare as strings; the key holds `created_at`.
         .filter(|(k, _)| from_ts.is_none_or(|f| k.0.as_str() >= f))
         .filter(|(k, _)| to_ts.is_none_or(|t| k.0.as_str() <= t))
+        // `default-per-status` only: each status's own default page.
+        .filter(|(_, o)| {
+            per_status.is_none_or(|(per, _)| {
+                let n = seen.entry(o.status.to_string()).or_default();
+                *n += 1;
+                *n <= per
+            })
+        })
         .map(|(key, row)| (key.clone(), to_json(&OrderRef { restaurant_id: rid, key, row })));
-    let page = take_page(call, items, super::limit(call))?;
+    let limit = per_status.map_or_else(|| super::limit(call), |(_, all)| all);
+    let page = take_page(call, items, limit)?;
     Ok(page_output(call, "orders", page, &format!("orders of {rid}")))
 }
 
@@ -73,11 +85,16 @@ pub fn check_transition(call: &Call) -> Result<(), ToolError> {
         .order(&data, call.restaurant_id()?, call.req("order_id")?)
         .ok_or(ErrorCode::ResourceNotFound)?;
     let (expected, target) = (call.req("expected_status")?, call.req("status")?);
-    if *o.row.status != *expected && !call.app.defects.ignores_expected_status() {
+    let defects = &call.app.defects;
+    if *o.row.status != *expected
+        && !defects.ignores_expected_status()
+        && !defects.waives_expected_status(expected, &o.row.status, Some(target))
+    {
         return Err(ErrorCode::ExpectedStateMismatch.into());
     }
     if !allowed(&o.row.status, target, call.app.variants.skips_forward())
-        && !call.app.defects.ignores_lifecycle(&o.row.status)
+        && !defects.ignores_lifecycle(&o.row.status)
+        && !defects.moves_to_current(&o.row.status, Some(target))
     {
         return Err(call.app.variants.forbidden_transition());
     }
@@ -93,7 +110,10 @@ pub async fn update_status(call: &Call) -> Result<Output, ToolError> {
         let owner = defects.order_owner(data, rid, oid).ok_or(ErrorCode::ResourceNotFound)?;
         let o = data.order(&owner, oid).ok_or(ErrorCode::ResourceNotFound)?;
         // Compare-and-set: the check passed, but another operator may have won since (PRE-4).
-        if *o.row.status != *expected && !defects.no_compare_and_set() {
+        if *o.row.status != *expected
+            && !defects.no_compare_and_set()
+            && !defects.waives_expected_status(expected, &o.row.status, Some(target))
+        {
             return Err(ErrorCode::OrderStatusPreconditionFailed.into());
         }
         defects.order_updated(oid, &o.row.status);

@@ -6,10 +6,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::app::App;
-use crate::auth::{Principal, bearer};
+use crate::auth::Principal;
 
 pub(super) fn authenticate(app: &App, headers: &HeaderMap) -> Option<Principal> {
-    let token = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer);
+    let token =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| app.defects.bearer(v));
     // The audience is the canonical resource, never one built from the request (RFC 8707).
     let issued = |t: &str| app.issuer().check(t, &app.resource_url(), app.clock.now_ms());
     match token.and_then(|t| app.tokens.check(t).or_else(|| issued(t))) {

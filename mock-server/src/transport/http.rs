@@ -80,6 +80,7 @@ async fn admit(app: &Arc<App>, mut request: Request, next: Next, request_id: &st
     // DNS-rebinding protection comes before anything else (PROTO-5).
     if let Some(origin) = request.headers().get(header::ORIGIN)
         && app.defects.origin_checked_for(request.method())
+        && !app.defects.trusts_fetch_site(request.headers())
         && !origin_allowed(app, origin)
     {
         return (StatusCode::FORBIDDEN, "Forbidden: Origin not allowed").into_response();

@@ -375,7 +375,8 @@ pub fn to_result(app: &App, request_id: &str, outcome: Outcome, args: &Value) ->
     app.defects.envelope(&mut structured, &mut summary, args);
     // Built by hand: rmcp's `structured` constructors also serialize the value into a text
     // block, which the summary replaces anyway.
-    let content = summary.into_iter().map(ContentBlock::text).collect();
+    let extra = app.defects.extra_text(&structured, is_error);
+    let content = summary.into_iter().chain(extra).map(ContentBlock::text).collect();
     let mut result = if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
     result.structured_content = Some(structured);
     result
