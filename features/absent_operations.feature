@@ -11,6 +11,19 @@ Feature: Deliberately absent operations
     When they list the tools
     Then the tools are exactly the tools of the contract
 
+  # A catalogue per client or per user (a partner's feature flag) is still the contract's.
+  @ABS-1
+  Scenario Outline: tools/list offers exactly the tools of the contract to <persona>
+    Given the persona "<persona>"
+    When they list the tools
+    Then the tools are exactly the tools of the contract
+
+    Examples:
+      | persona             |
+      | owner_second_client |
+      | viewer              |
+      | outsider            |
+
   @ABS-1
   Scenario: No tool is named after a deliberately absent operation
     When they list the tools

@@ -9,6 +9,11 @@ Feature: Authentication and authorization
     When someone without a token initializes
     Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
 
+  @AUTH-1 @needs-http
+  Scenario: A notification without a token is refused with a bearer challenge
+    When someone without a token sends a notification
+    Then the answer is HTTP 401 with a bearer challenge naming the resource metadata
+
   # MCP's authorization: the token is sent with every HTTP request and checked on every one, not
   # once when the session starts (a session ID is no credential).
   @AUTH-1 @needs-http
@@ -280,6 +285,14 @@ Feature: Authentication and authorization
     Then the walk holds every instruction of the busy restaurant in the dataset
     And every item of the walk belongs to the busy restaurant
 
+  # An ID is the server's exact string: the busy restaurant's in upper case names none of the
+  # caller's restaurants (a case-insensitive lookup serves it as the busy one).
+  @AUTH-4
+  Scenario: A restaurant ID written in another case is no restaurant of the caller's
+    Given the persona "owner"
+    When they read the busy restaurant by its ID written in upper case
+    Then the call fails with "MCP_RESOURCE_FORBIDDEN" or "MCP_INVALID_ARGUMENTS"
+
   @AUTH-8
   Scenario: A role too low is refused before the state is compared
     Given the persona "viewer"
@@ -351,6 +364,15 @@ Feature: Authentication and authorization
     When they send the message "Viewer CANARY" in the long conversation with the key "auth8-viewer-CANARY"
     Then the call fails with "MCP_RESOURCE_FORBIDDEN"
     And the long conversation has exactly 0 messages "Viewer CANARY"
+
+  # The same for a write refused for its scope: the check comes before the write, not after it.
+  @AUTH-8
+  Scenario: A restaurant status refused for the scope is not changed
+    Given the persona "noscope"
+    When they ask to set the small restaurant to "open", saying they saw it "paused"
+    Then the call fails with "MCP_SCOPE_REQUIRED"
+    Given the persona "owner"
+    Then the small restaurant's status is still "paused"
 
   @AUTH-8
   Scenario: An instruction a viewer may not add is not added

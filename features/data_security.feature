@@ -60,6 +60,25 @@ Feature: Security of data
       | internal   | MCP_INTERNAL_ERROR         |
       | dependency | MCP_DEPENDENCY_UNAVAILABLE |
 
+  # A keyed write goes through the idempotency store too: its failures are told as plainly.
+  @SEC-2 @needs-control-faults
+  Scenario Outline: A <fault> failure of a keyed write reveals nothing of the server's insides
+    Given a fresh server state
+    And the server fails the next calls of "create_instruction" with a "<fault>" error
+    When they create the instruction "Failing CANARY" in the busy restaurant with the key "sec2-keyed-CANARY"
+    Then the call fails with "<code>"
+    And the error reveals none of these:
+      | panicked   | backtrace  | stack trace | .rs:     | src/       | traceback     |
+      | exception  | select     | insert into | sqlstate | postgres   | sqlite        |
+      | /home/     | /usr/      | /var/       | .go:     | thread '   | os error      |
+      | refused    | timed out  | errno       | unwrap   | null point | at line       |
+      | redis://   | password   | rediss://   | @127.0.0.1 | @localhost | postgresql:// |
+
+    Examples:
+      | fault      | code                       |
+      | internal   | MCP_INTERNAL_ERROR         |
+      | dependency | MCP_DEPENDENCY_UNAVAILABLE |
+
   # A page reached through a cursor takes another query (the cursor's position in it): its
   # failure is told as plainly as a first page's.
   @SEC-2 @needs-control-faults

@@ -126,6 +126,15 @@ Feature: Idempotency
     Then the call fails with "MCP_IDEMPOTENCY_MISMATCH"
     And the busy restaurant has exactly 0 instructions "close early CANARY"
 
+  # "é" precomposed (U+00E9) and decomposed (e, U+0301) are different strings: a server that
+  # normalizes before it compares replays the first call for another text.
+  @IDEM-3
+  Scenario: The same key with a text whose accent is written decomposed is refused
+    When they create the instruction "Crème CANARY" in the busy restaurant with the key "idem3-nfd-CANARY"
+    Then the call succeeds
+    When they create the instruction "Crème CANARY" in the busy restaurant with the key "idem3-nfd-CANARY"
+    Then the call fails with "MCP_IDEMPOTENCY_MISMATCH"
+
   @IDEM-3
   Scenario: The same key with arguments that differ only by a trailing space is refused
     When they create the instruction "Close early CANARY" in the busy restaurant with the key "idem3-space-CANARY"

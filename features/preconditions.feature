@@ -28,6 +28,7 @@ Feature: Optimistic preconditions
     Then the call succeeds
     And the order is "accepted"
     And the order is listed as "accepted" among the restaurant's orders in that status
+    And the order is no longer listed among the restaurant's orders in status "received"
     When they move the same order on from "accepted" to "preparing"
     Then the call succeeds
     And the order is "preparing"

@@ -29,6 +29,7 @@ Feature: The MCP transport and JSON-RPC, as any MCP server speaks them
       | 0            |
       | 2147483648   |
       | "42"         |
+      | ""           |
       | "chataigne-é" |
 
   @PROTO-2 @needs-http

@@ -20,6 +20,16 @@ async fn no_token(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// AUTH-1 on a notification: MCP's authorization covers every HTTP request, a message that
+/// wants no answer included (the server must not act on it either).
+#[when("someone without a token sends a notification")]
+async fn no_token_notification(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut client = w.ctx().anonymous_client(None, None);
+    let ex = client.notify("notifications/initialized", json!({})).await;
+    w.record(ex);
+    Ok(())
+}
+
 #[when(expr = "someone with the token {string} initializes")]
 async fn some_token(w: &mut ConformanceWorld, token: String) -> anyhow::Result<()> {
     let token = w.expand(&token);
@@ -63,6 +73,24 @@ async fn scheme_in_another_case(w: &mut ConformanceWorld, scheme: String) -> any
     let ex = client.request_with("tools/call", params, &header).await;
     w.record(ex);
     Ok(())
+}
+
+/// AUTH-4: an ID is the server's exact string. The busy restaurant's ID with its letters in upper
+/// case names no restaurant the caller belongs to (looked up case-insensitively, it would be
+/// served as the busy one).
+#[when("they read the busy restaurant by its ID written in upper case")]
+async fn upper_case_id(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let id = w.ctx().id_map.to_server(&w.dataset().landmarks.busy_restaurant);
+    // The prefix stays (`rst_`): only what tells one record from another changes case.
+    let (prefix, rest) = id.split_once('_').unwrap_or(("", id.as_str()));
+    let upper =
+        if prefix.is_empty() { rest.to_uppercase() } else { format!("{prefix}_{}", rest.to_uppercase()) };
+    if upper == id {
+        return Err(w.not_applicable("the busy restaurant's ID has no lower-case letter"));
+    }
+    // Sent as it is: the profile's ID map knows no such ID.
+    let args = json!({ "restaurant_id": upper }).to_string();
+    w.call_tool_text("get_restaurant", &args).await.map(drop)
 }
 
 /// Over stdio: the server started without the token variable; "they" is that session.

@@ -257,6 +257,51 @@ async fn order_is(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()
     }
 }
 
+/// The small restaurant's status as the current persona reads it: a refused write changed nothing.
+#[then(expr = "the small restaurant's status is still {string}")]
+async fn small_status(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()> {
+    let small = w.dataset().landmarks.small_restaurant.clone();
+    w.call_tool("get_restaurant", json!({ "restaurant_id": small })).await?;
+    let success = w.success()?;
+    let got = w.field(&success.data, "/restaurant/status")?.as_str().unwrap_or("(no status)").to_owned();
+    if got == status {
+        Ok(())
+    } else {
+        Err(w.fail(format!("the small restaurant still {status}"), format!("status {got}")))
+    }
+}
+
+/// PRE-2 on a status filter: the order the last step moved is no longer listed among the
+/// restaurant's orders of the status it left (every page walked).
+#[then(regex = r#"^the order is no longer listed among the restaurant's orders in status "([a-z_]+)"$"#)]
+async fn order_not_listed(w: &mut ConformanceWorld, status: String) -> anyhow::Result<()> {
+    let (Some(order), Some(restaurant)) = (w.saved.get("order").cloned(), w.saved.get("restaurant").cloned())
+    else {
+        return Err(anyhow!("no order picked yet"));
+    };
+    let server_id = w.ctx().id_map.to_server(&order);
+    let items = super::pages::all_items(
+        w,
+        "list_orders",
+        json!({ "restaurant_id": restaurant, "status": [status], "limit": 50 }),
+        "orders",
+    )
+    .await?;
+    let listed = items
+        .iter()
+        .find(|o| o.get("id").and_then(Value::as_str).is_some_and(|id| id == order || id == server_id));
+    match listed {
+        None => Ok(()),
+        Some(item) => Err(w.fail(
+            format!("order {order} no longer among the orders of {restaurant} in status {status}"),
+            format!(
+                "still listed there (its row says {})",
+                item.get("status").and_then(Value::as_str).unwrap_or("no status")
+            ),
+        )),
+    }
+}
+
 /// PRE-2 on the lists: the order the last step picked is listed in `status` among the
 /// restaurant's orders of that status (every page walked until it comes): a list is a read too,
 /// and shows the state the write left, as `get_order` does.
