@@ -88,3 +88,9 @@ Feature: Deliberately absent operations
     And they send the message "Only here CANARY" in the long conversation with the key "abs2-msg-CANARY"
     Then the call succeeds
     And every other conversation of the busy restaurant holds as many messages as before
+
+  @ABS-2
+  Scenario: An instruction asking to cancel an order leaves the order as it was
+    When they add an instruction asking to cancel an order of the busy restaurant in status "accepted"
+    Then the call succeeds
+    And the order is still "accepted"

@@ -170,6 +170,12 @@ Feature: Idempotency
     Then every call succeeded or was told the operation is in progress
     And the busy restaurant has exactly 1 instruction "Burst CANARY"
 
+  @IDEM-4
+  Scenario: Identical organization creations at the same time act once
+    When 5 identical calls create the organization "Burst CANARY" with the key "idem4o-CANARY" at once
+    Then every call succeeded or was told the operation is in progress
+    And they are a member of exactly 1 organization named "Burst CANARY"
+
   @IDEM-5 @needs-shared-state
   Scenario: The same key through another OAuth client is another key
     When they create the instruction "Client CANARY" in the busy restaurant with the key "idem5c-CANARY"

@@ -250,7 +250,23 @@ pub fn calendar_edges() -> Vec<RangeEdge> {
     push(leap_day + 1, leap_day, "`to` on 29 February, the day before `from`");
     push(days_from_civil(y, 5, 1), days_from_civil(y, 4, 30), "`to` a month's last day, before `from`");
     push(new_year, new_year - 1, "`to` the last day of the year before `from`");
+    out.push(month_straddling_edge());
     out
+}
+
+/// The longest range within the bound that starts in the middle of a month: it touches 13
+/// calendar months, which a bound counted in monthly buckets (12) refuses.
+pub fn month_straddling_edge() -> RangeEdge {
+    let from = days_from_civil(leap_year() + 2, 1, 15);
+    let to = from + MAX_RANGE_DAYS - 1;
+    RangeEdge {
+        from: format_date(from),
+        to: format_date(to),
+        within: true,
+        why: format!(
+            "the longest range from the middle of a month, over 13 calendar months ({MAX_RANGE_DAYS} days)"
+        ),
+    }
 }
 
 /// A daylight-saving change of a common time zone: the 24 hours of IDEM-6 are elapsed time,

@@ -537,7 +537,9 @@ pub fn bound_rows(dataset: &Dataset) -> Vec<BoundRow> {
             let properties = schema["properties"].as_object().into_iter().flatten();
             for (name, prop) in properties.filter(|(n, _)| !required.contains(&n.as_str())) {
                 for member in prop.get("enum").and_then(Value::as_array).into_iter().flatten() {
-                    rows.extend(edges.iter().take(2).map(|e| range_row(e, Some((name.as_str(), member)))));
+                    let straddling = crate::edges::month_straddling_edge();
+                    let picked = edges.iter().take(2).chain(std::iter::once(&straddling));
+                    rows.extend(picked.map(|e| range_row(e, Some((name.as_str(), member)))));
                 }
             }
         }

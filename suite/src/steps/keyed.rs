@@ -231,6 +231,29 @@ async fn identical_at_once(
     w.concurrently(calls).await
 }
 
+/// IDEM-4 for a record of no restaurant: identical organization creations at once (a claim that
+/// locks a restaurant's row has nothing to lock here).
+#[when(expr = "{count} identical calls create the organization {quoted} with the key {quoted} at once")]
+async fn identical_organizations_at_once(
+    w: &mut ConformanceWorld,
+    n: Count,
+    name: Quoted,
+    key: Quoted,
+) -> anyhow::Result<()> {
+    let args = json!({ "name": w.expand(&name), "idempotency_key": w.expand(&key) });
+    let persona = w.persona()?.to_owned();
+    w.dirty = true;
+    let calls = (0..n.0)
+        .map(|_| Concurrent {
+            persona: persona.clone(),
+            tool: "create_organization".to_owned(),
+            args: args.clone(),
+            delay_ms: 0,
+        })
+        .collect();
+    w.concurrently(calls).await
+}
+
 /// IDEM-4: the second call comes while the first one is still running.
 #[when(
     expr = "they create the instruction {quoted} in {target} with the key {quoted} twice, the second call {count} ms after the first"
