@@ -75,6 +75,11 @@ Feature: Limits
     Then the HTTP status is 413
 
   @LIM-7 @needs-http
+  Scenario: A notification body over 1 MiB is refused with HTTP 413
+    When they send a notification whose body is 1048577 bytes long
+    Then the HTTP status is 413
+
+  @LIM-7 @needs-http
   Scenario: A body on and past 1 MiB is held to the limit whether it states its length or is sent chunked
     # The edges are suite/src/edges.rs's BODY_EDGES: a server that checks only Content-Length
     # reads a chunked body of any size.

@@ -265,6 +265,22 @@ async fn sized_body(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()>
     Ok(())
 }
 
+/// LIM-7 on a message that wants no answer: a notification of exactly `size` bytes, padded in
+/// its `_meta` (the limit is on what a server reads, whatever the message).
+#[when(expr = "they send a notification whose body is {int} bytes long")]
+async fn sized_notification(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()> {
+    let shell = json!({ "jsonrpc": "2.0", "method": "notifications/initialized", "params": { "_meta": { "pad": "" } } });
+    let base = shell.to_string().len();
+    let pad =
+        size.checked_sub(base).ok_or_else(|| anyhow!("a notification body is at least {base} bytes"))?;
+    let mut body = shell;
+    body["params"]["_meta"]["pad"] = json!("x".repeat(pad));
+    let client = w.client().await?;
+    let ex = client.post_raw(body.to_string().into_bytes(), None, &[]).await;
+    w.record(ex);
+    Ok(())
+}
+
 /// LIM-7 on every framing (`crate::edges::BODY_EDGES`): a tools/call of exactly 1 MiB is read
 /// and a byte more is 413, sent with a Content-Length and sent chunked without one (a server
 /// that checks only the header serves the second). Never a 5xx. Every edge is sent; the first
