@@ -14,6 +14,12 @@ Feature: The response envelope
     And the result has one text block a person can read
 
   @ENV-1
+  Scenario: Every read tool's success carries one short text a person can read
+    Given the persona "owner"
+    When they call every read tool once, as the tables allow the owner on the busy restaurant
+    Then every success carries one text block a person can read, besides any JSON
+
+  @ENV-1
   Scenario: A list is a success envelope too
     When they list the orders of the busy restaurant with limit 5
     Then the call succeeds

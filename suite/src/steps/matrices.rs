@@ -564,6 +564,57 @@ async fn refusal_matrix(w: &mut ConformanceWorld, table: String) -> anyhow::Resu
     misses.verdict(w, rows.len(), &rule)
 }
 
+/// ENV-1 on every read tool: each one called once as the owner on the busy restaurant (the access
+/// tables' allowed rows), so every read's success meets the judge's envelope rules.
+#[when("they call every read tool once, as the tables allow the owner on the busy restaurant")]
+async fn every_read_once(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let busy = w.dataset().landmarks.busy_restaurant.clone();
+    let mut tools = std::collections::HashSet::new();
+    let rows: Vec<_> = matrices::access_rows(w.dataset())
+        .into_iter()
+        .filter(|r| {
+            r.fails.is_empty() && !r.tool.kind().is_write() && r.persona == "owner" && r.restaurant == busy
+        })
+        .filter(|r| tools.insert(r.tool))
+        .collect();
+    if rows.is_empty() {
+        return Err(
+            w.fail("read tools the owner may call on the busy restaurant", "none derived from the dataset")
+        );
+    }
+    let calls = rows
+        .iter()
+        .map(|r| RowCall {
+            persona: r.persona.clone(),
+            tool: r.tool.as_str().to_owned(),
+            args: r.args.clone(),
+            id: None,
+        })
+        .collect();
+    for answer in call_rows(w, calls).await? {
+        record_row(w, "owner", answer)?;
+    }
+    Ok(())
+}
+
+/// ENV-1: every success of the scenario carries one text a person can read (the judge's rule,
+/// `rules::records::no_text`: one prose block, besides any JSON an SDK adds).
+#[then("every success carries one text block a person can read, besides any JSON")]
+async fn every_success_one_text(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let mut misses = Misses::default();
+    let successes: Vec<Exchange> =
+        w.tool_calls().filter(|e| crate::rules::records::applies_tool_success(e)).cloned().collect();
+    for ex in &successes {
+        if let Some(detail) = crate::rules::records::no_text(ex) {
+            misses.add(w, detail);
+        }
+    }
+    if successes.is_empty() {
+        return Err(w.fail("successes to read", "none"));
+    }
+    misses.verdict(w, successes.len(), "one readable text block on every success")
+}
+
 /// The other side of the tables: every read a persona's scope, membership and role allow is
 /// served (writes that are allowed change state; their scenarios are the hand-written ones).
 #[then("every persona is served every read the scope, membership and role tables allow")]
