@@ -166,6 +166,14 @@ Feature: Authentication and authorization
     When they ask for every prompt the server lists about the foreign tenant's records, then about records that do not exist
     Then each answer tells nothing of the records and is the answer about records that do not exist
 
+  # The same with one foreign record among the caller's own: a prompt that reads a conversation by
+  # its ID alone, not as the conversation of the restaurant named, shows it.
+  @AUTH-5
+  Scenario: A prompt asked about one record of another tenant among the caller's own tells nothing of it
+    Given the persona "owner"
+    When they ask for every prompt the server lists with one of the foreign tenant's records among their own, then with one that does not exist
+    Then each answer tells nothing of the records and is the answer about records that do not exist
+
   # A child record (an order, a conversation, a transcript, an instruction) is held to AUTH-5 on
   # the resources surface as through the tools: every template the server advertises that names
   # one, filled with the foreign tenant's records, is refused as one that does not exist. A

@@ -339,6 +339,23 @@ const PROMPT_ASKS: &str = "prompt_asks";
     "they ask for every prompt the server lists about the foreign tenant's records, then about records that do not exist"
 )]
 async fn ask_prompts(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    ask_prompts_with(w, false).await
+}
+
+/// AUTH-5 on the prompts surface: every prompt with two arguments or more that name records,
+/// asked with the caller's own records but one, the foreign tenant's (then one that does not
+/// exist): a prompt that reads a child record by its ID alone (a conversation, not the
+/// conversation of the restaurant named) shows it.
+#[when(
+    "they ask for every prompt the server lists with one of the foreign tenant's records among their own, then with one that does not exist"
+)]
+async fn ask_prompts_mixed(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    ask_prompts_with(w, true).await
+}
+
+/// The asks of the two steps above: all of a prompt's record arguments foreign, or (`mixed`) one
+/// at a time among the caller's own.
+async fn ask_prompts_with(w: &mut ConformanceWorld, mixed: bool) -> anyhow::Result<()> {
     let (client, _) = w.started_client(None).await?;
     w.keep_client(client)?;
     let mut prompts: Vec<Value> = Vec::new();
@@ -359,27 +376,54 @@ async fn ask_prompts(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     for prompt in &prompts {
         let Some(name) = prompt.get("name").and_then(Value::as_str) else { continue };
         let arguments = prompt.get("arguments").and_then(Value::as_array).cloned().unwrap_or_default();
-        let (mut foreign, mut absent, mut ids) = (json!({}), json!({}), Vec::new());
+        // Each record argument: its name, the foreign record, one that does not exist, the caller's.
+        let mut records = Vec::new();
         let mut usable = true;
         for arg in &arguments {
             let Some(arg_name) = arg.get("name").and_then(Value::as_str) else { continue };
             let required = arg.get("required").and_then(Value::as_bool).unwrap_or(false);
             let kind = rules::kind_of(arg_name);
-            let Some(id) = kind.and_then(|k| foreign_of(w, k)).map(|id| w.ctx().id_map.to_server(&id)) else {
+            let to_server = |id: String| w.ctx().id_map.to_server(&id);
+            let foreign = kind.and_then(|k| foreign_of(w, k)).map(to_server);
+            let own =
+                kind.and_then(|k| crate::rules::capabilities::own_record(w.dataset(), k)).map(to_server);
+            let (Some(id), Some(own)) = (foreign, own) else {
                 usable &= !required;
                 continue;
             };
             let none = format!("{}_doesnotexist", id.split_once('_').map_or("x", |(p, _)| p));
-            foreign[arg_name] = json!(id);
-            absent[arg_name] = json!(none);
-            ids.push((id, none));
+            records.push((arg_name.to_owned(), id, none, own));
         }
-        if usable && !ids.is_empty() {
+        if !usable || records.is_empty() {
+            continue;
+        }
+        if !mixed {
+            let (mut foreign, mut absent) = (json!({}), json!({}));
+            for (arg, id, none, _) in &records {
+                foreign[arg] = json!(id);
+                absent[arg] = json!(none);
+            }
+            let ids = records.iter().map(|(_, id, none, _)| (id.clone(), none.clone())).collect();
             asks.push((name.to_owned(), foreign, absent, ids));
+        } else if records.len() > 1 {
+            for (i, (arg, id, none, _)) in records.iter().enumerate() {
+                let (mut foreign, mut absent) = (json!({}), json!({}));
+                for (j, (other, _, _, own)) in records.iter().enumerate() {
+                    if j != i {
+                        foreign[other] = json!(own);
+                        absent[other] = json!(own);
+                    }
+                }
+                foreign[arg] = json!(id);
+                absent[arg] = json!(none);
+                asks.push((name.to_owned(), foreign, absent, vec![(id.clone(), none.clone())]));
+            }
         }
     }
     if asks.is_empty() {
-        return Err(w.not_applicable("the server lists no prompt whose arguments name a record"));
+        let why =
+            if mixed { "two arguments or more that name records" } else { "arguments that name a record" };
+        return Err(w.not_applicable(format!("the server lists no prompt with {why}")));
     }
     let mut saved = Vec::new();
     for (name, foreign, absent, ids) in asks {
