@@ -220,6 +220,18 @@ fn keyed(properties: Value, required: &[&str]) -> Value {
 const SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 impl ToolName {
+    /// The argument naming the one existing record a write changes (an order's status, a
+    /// restaurant's status, a conversation's messages); `None` for reads and for the writes that
+    /// only create. No other existing record may change (PRE-1, ABS-2).
+    pub fn changes(self) -> Option<&'static str> {
+        match self {
+            ToolName::UpdateOrderStatus => Some("order_id"),
+            ToolName::SetRestaurantStatus => Some("restaurant_id"),
+            ToolName::SendMessage => Some("conversation_id"),
+            _ => None,
+        }
+    }
+
     /// The input schema `tools/list` publishes (PROTO-3) and the server validates against.
     pub fn input_schema(self) -> Value {
         use ToolName::*;

@@ -395,6 +395,11 @@ impl McpClient {
         extra: &[(String, String)],
         chunked: bool,
     ) -> Exchange {
+        if let Some((log, _)) = &self.log {
+            for id in changed_records(method, &body) {
+                log.touch(&id);
+            }
+        }
         let logged =
             self.log.as_ref().filter(|_| self.persona.is_some()).map(|_| called_tools(method, &body));
         let sent = Instant::now();
@@ -610,6 +615,24 @@ fn called_tools(method: &str, body: &[u8]) -> Vec<String> {
     }
     let Ok(value) = serde_json::from_slice::<Value>(body) else { return Vec::new() };
     let one = |m: &Value| (m.get("method") == Some(&json!("tools/call"))).then(|| params_tool(m)).flatten();
+    match &value {
+        Value::Array(batch) => batch.iter().filter_map(one).collect(),
+        single => one(single).into_iter().collect(),
+    }
+}
+
+/// The existing records the `tools/call`s of a body would change (`ToolName::changes`): what
+/// the run's audit of untouched records leaves out, refused or not.
+fn changed_records(method: &str, body: &[u8]) -> Vec<String> {
+    if method != "tools/call" && method != "raw" {
+        return Vec::new();
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(body) else { return Vec::new() };
+    let one = |m: &Value| {
+        let tool = chataigne_contract::ToolName::parse(m.pointer("/params/name")?.as_str()?)?;
+        let id = m.pointer("/params/arguments")?.get(tool.changes()?)?.as_str()?;
+        Some(id.to_owned())
+    };
     match &value {
         Value::Array(batch) => batch.iter().filter_map(one).collect(),
         single => one(single).into_iter().collect(),

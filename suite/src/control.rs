@@ -56,6 +56,9 @@ impl Control {
     pub async fn reset(&self) -> anyhow::Result<()> {
         self.send(reqwest::Method::POST, "/reset", Some(json!({}))).await?;
         self.windows_cleared();
+        if let Some(log) = &self.log {
+            log.data_reset();
+        }
         Ok(())
     }
 

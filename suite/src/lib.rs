@@ -7,6 +7,7 @@
 //! Steps talk to the server through `world::ConformanceWorld`, which wraps `client::McpClient`
 //! (over Streamable HTTP, or over stdio through `stdio`).
 
+pub mod audit;
 pub mod background;
 pub mod bounds;
 pub mod cli;

@@ -87,7 +87,8 @@ where
     let claims = Arc::new(crate::schedule::Claims::default());
     let personas = Arc::new(crate::schedule::personas(&ctx.dataset));
     let rates = Arc::new(rate_phase(&source, &capabilities, &personas).await);
-    fresh_windows_at_start(&ctx).await;
+    // The audit's first look is taken before any scenario writes, beside the clock's move.
+    let (_, audit_start) = futures::join!(fresh_windows_at_start(&ctx), crate::audit::take(&ctx));
     let before_ctx = Arc::clone(&ctx);
     let after_ctx = Arc::clone(&ctx);
     let after_log = Rc::clone(&log);
@@ -264,6 +265,23 @@ where
     .with_cli(opts);
 
     let mut writer = cucumber.run(source.clone()).await;
+    let audit_not_run = match audit(&ctx, audit_start).await {
+        Ok(notes) => {
+            let mut log = log.borrow_mut();
+            for note in notes {
+                log.evidence.note(note.clause, RuleLevel::Seed, note.difference.clone());
+                if let Some(detail) = note.difference {
+                    log.findings.push(Finding {
+                        clause: note.clause.to_owned(),
+                        level: RuleLevel::Seed,
+                        detail: format!("audit of untouched records: {detail}"),
+                    });
+                }
+            }
+            None
+        }
+        Err(why) => Some(why),
+    };
 
     let scenarios = collector.borrow().results(&log.borrow());
     let parse_errors = collector.borrow().parse_errors.clone();
@@ -281,12 +299,17 @@ where
     let waited = (ctx.rate_waits.total().as_secs_f64() * 10.0).round() / 10.0;
     report.timing.waited_for_rate_windows_s = waited;
     report.oracle_not_run = ctx.oracle.not_run.clone();
+    report.audit_not_run = audit_not_run;
     let waited = format!("waited for rate windows: {waited:.0} s\n");
     let oracle = match &report.oracle_not_run {
         Some(why) => format!("differential oracle: skipped (not a pass): {why}\n"),
         None => String::new(),
     };
-    writer.write(crate::report::console_matrix(&report) + &waited + &oracle).await;
+    let audited = match &report.audit_not_run {
+        Some(why) => format!("audit of untouched records: skipped (not a pass): {why}\n"),
+        None => String::new(),
+    };
+    writer.write(crate::report::console_matrix(&report) + &waited + &oracle + &audited).await;
     report
 }
 
@@ -324,6 +347,29 @@ async fn fresh_windows_at_start(ctx: &RunContext) {
     if let Err(e) = control.advance_clock(RATE_WINDOW_S).await {
         eprintln!("could not move the server's clock past earlier runs' rate windows: {e:#}");
     }
+}
+
+/// The audit of untouched records (`crate::audit`): against the first look, or against the
+/// published dataset when the control API reset the data during the run.
+async fn audit(
+    ctx: &RunContext,
+    start: Result<crate::audit::Snapshot, String>,
+) -> Result<Vec<crate::audit::Note>, String> {
+    let start = start.map_err(|e| format!("before the run: {e}"))?;
+    let expected = if ctx.calls.was_data_reset() {
+        if let Some(why) = &ctx.oracle.not_run {
+            return Err(format!("the control API reset the data during the run, and {why}"));
+        }
+        crate::audit::from_dataset(&ctx.dataset, &crate::audit::organizations(ctx))
+    } else {
+        start
+    };
+    let now = crate::audit::take(ctx).await.map_err(|e| format!("after the run: {e}"))?;
+    let touched = |id: &str| {
+        let sent = ctx.id_map.outbound(&serde_json::json!(id));
+        ctx.calls.touched(id) || sent.as_str().is_some_and(|s| ctx.calls.touched(s))
+    };
+    Ok(crate::audit::compare(&expected, &now, touched))
 }
 
 /// The longest rate window the suite waits for, with a second to spare (the reference's is 60 s).

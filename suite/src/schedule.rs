@@ -278,6 +278,12 @@ struct LogState {
     calls: HashMap<(String, String), Vec<Logged>>,
     /// When the server last forgot every window (a reset, the clock moved a window ahead).
     cleared: Option<Instant>,
+    /// Every existing record a write of the run named (`ToolName::changes`), as sent and in
+    /// lower case without surrounding spaces, whatever the answer: the records `crate::audit`
+    /// leaves out.
+    touched: HashSet<String>,
+    /// The control API reset the server's data during the run.
+    data_reset: bool,
 }
 
 /// One call of the log.
@@ -298,6 +304,28 @@ impl CallLog {
     /// window ahead): calls sent before count no more.
     pub fn windows_cleared(&self) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).cleared = Some(Instant::now());
+    }
+
+    /// A write named record `id` (sent, answered or not).
+    pub fn touch(&self, id: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.touched.insert(id.to_owned());
+        state.touched.insert(id.trim().to_lowercase());
+    }
+
+    /// Whether a write of the run named record `id`.
+    pub fn touched(&self, id: &str) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.touched.contains(id) || state.touched.contains(&id.trim().to_lowercase())
+    }
+
+    /// The server's data went back to its dataset (the control API's reset).
+    pub fn data_reset(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).data_reset = true;
+    }
+
+    pub fn was_data_reset(&self) -> bool {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).data_reset
     }
 
     /// The calls of `tool` as any of `personas` sent before `before` and answered after `since`,

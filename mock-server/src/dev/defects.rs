@@ -148,6 +148,7 @@ named_modes! {
         AnalyticsCsvBlock = "analytics-csv-block", "ENV-1", "get_analytics successes carry a second text block: the series as CSV lines, after the summary";
         DefaultPerStatus = "default-per-status", "PAG-1", "list_orders with several statuses and no limit returns up to 20 orders per status (merged, newest first, at most 50)";
         WindowCursorInclusive = "window-cursor-inclusive", "PAG-4", "list_orders under created_from or created_to starts each page reached through a cursor with the previous page's last order";
+        AcceptTakesNext = "accept-takes-next", "PRE-1", "update_order_status to accepted also accepts the restaurant's oldest other received order (a queue shortcut): an order no call named changes without its expected_status";
         CursorPageErrorLeaks = "cursor-page-error-leaks", "SEC-2", "an internal error on a list_orders page asked with a cursor quotes its SQL query (first pages' errors stay clean)";
     }
 }
@@ -849,7 +850,15 @@ impl Defects {
         }
     }
 
-    // --- writes that reach too far (ABS-2) ---
+    // --- writes that reach too far (ABS-2, PRE-1) ---
+
+    /// `accept-takes-next`: the received order of restaurant `rid` accepted along with `oid`.
+    pub fn next_received(&self, data: &Data, rid: &str, oid: &str, target: &str) -> Option<String> {
+        if !self.has(Defect::AcceptTakesNext) || target != "accepted" {
+            return None;
+        }
+        data.orders_of(rid).find(|o| *o.row.status == *"received" && o.id() != oid).map(|o| o.id().to_owned())
+    }
 
     /// `message-broadcast`: the other conversations of restaurant `rid` a message sent in `cid`
     /// is appended to as well.

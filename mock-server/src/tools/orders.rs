@@ -106,7 +106,7 @@ pub async fn update_status(call: &Call) -> Result<Output, ToolError> {
     let now = call.app.clock.now_timestamp();
     let defects = &call.app.defects;
     let (rid, oid) = (call.restaurant_id()?, call.req("order_id")?);
-    super::commit(call, |data| {
+    let moved = super::commit(call, |data| {
         let owner = defects.order_owner(data, rid, oid).ok_or(ErrorCode::ResourceNotFound)?;
         let o = data.order(&owner, oid).ok_or(ErrorCode::ResourceNotFound)?;
         // Compare-and-set: the check passed, but another operator may have won since (PRE-4).
@@ -129,7 +129,22 @@ pub async fn update_status(call: &Call) -> Result<Output, ToolError> {
         };
         Ok(Planned { change, output: call.app.variants.order_output(out) })
     })
-    .await
+    .await?;
+    // `accept-takes-next` only: another received order accepted as well.
+    let next = defects.next_received(&call.app.store.read(), rid, oid, target);
+    if let Some(next) = next {
+        let change = Change::OrderStatus {
+            restaurant_id: rid.to_owned(),
+            order_id: next,
+            status: target.to_owned(),
+            updated_at: now.clone(),
+        };
+        let planned = |_: &super::Data| {
+            Ok::<_, ToolError>(Planned { change: change.clone(), output: Output::new(Value::Null, "") })
+        };
+        let _ = call.app.store.commit(None, planned).await;
+    }
+    Ok(moved)
 }
 
 #[cfg(test)]

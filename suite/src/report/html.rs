@@ -207,6 +207,14 @@ pub fn html(report: &Report) -> String {
         yes_no(caps.server_log),
         esc(&report.features)
     );
+    if let Some(why) = &report.audit_not_run {
+        let _ = writeln!(
+            body,
+            "<p class=\"meta\">{} Audit of untouched records skipped (not a pass): {}</p>",
+            badge(Status::Skipped),
+            esc(why)
+        );
+    }
     if let Some(why) = &report.oracle_not_run {
         let _ = writeln!(
             body,

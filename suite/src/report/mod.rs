@@ -79,6 +79,9 @@ pub struct Report {
     /// comparisons are skipped, never passed. Absent when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oracle_not_run: Option<String>,
+    /// Why the audit of untouched records did not run (`crate::audit`): skipped, never passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_not_run: Option<String>,
 }
 
 /// Where a run's time went.
@@ -343,6 +346,7 @@ impl Report {
             parse_errors,
             timing: Timing::default(),
             oracle_not_run: None,
+            audit_not_run: None,
         }
     }
 

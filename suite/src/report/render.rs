@@ -119,6 +119,9 @@ pub fn markdown(report: &Report) -> String {
         report.features
     );
     let _ = writeln!(out, "Levels: {LEVELS}");
+    if let Some(why) = &report.audit_not_run {
+        let _ = writeln!(out, "\n> Audit of untouched records skipped (not a pass): {}", cell(why));
+    }
     if let Some(why) = &report.oracle_not_run {
         let _ = writeln!(out, "\n> Differential oracle skipped (not a pass): {}", cell(why));
     }

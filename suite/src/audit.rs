@@ -1,0 +1,286 @@
+//! Nothing else changed: the records no write of the run named keep their state to the end.
+//!
+//! A write changes the one record it names (`ToolName::changes`) or creates one; a server that
+//! also moves another order, deletes a restaurant, or adds a message to other conversations
+//! answers every envelope right, and no scenario reading its own records sees it. So the run
+//! reads what each organization's owner can see before its first scenario and after its last
+//! (organizations, restaurants, and each of the dataset's restaurants' orders, conversations and
+//! instructions, every page), and every record that no write of the run named
+//! (`schedule::CallLog::touched`, refused writes included) must be there still, in the same state.
+//! When the control API reset the data during the run, the expected state is the published
+//! dataset's instead (only when the server's data is that dataset: the oracle's check).
+//!
+//! A difference is filed under the clause it breaks: a record gone, an order cancelled or
+//! rejected, or a conversation with other messages is an effect ABS-2 says no combination of
+//! tools reaches (deletion, cancellation, campaign); any other change of a state no call named
+//! is a change made without its previously observed value (PRE-1). Each record seen unchanged is
+//! evidence for its clause. A read that fails (a refusal, no answer, a page the audit cannot
+//! read) makes the audit say why it did not run: never a pass.
+
+use std::collections::BTreeMap;
+
+use chataigne_contract::Role;
+use chataigne_contract::dataset::Dataset;
+use serde_json::{Value, json};
+
+use crate::client::{Exchange, McpClient};
+use crate::context::RunContext;
+
+/// The records the audit reads, by dataset ID.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Snapshot {
+    pub records: BTreeMap<String, Record>,
+}
+
+/// One record as far as a write could change it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub kind: Kind,
+    /// The status, and for a conversation its message count: empty for records with no state.
+    pub state: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Organization,
+    Restaurant,
+    Order,
+    Conversation,
+    Instruction,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Organization => "organization",
+            Kind::Restaurant => "restaurant",
+            Kind::Order => "order",
+            Kind::Conversation => "conversation",
+            Kind::Instruction => "instruction",
+        }
+    }
+}
+
+/// A comparison of one record: its clause, and the difference if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub clause: &'static str,
+    pub difference: Option<String>,
+}
+
+/// Pages of one list read at most: far more than the dataset's lists hold; a list that never
+/// ends makes the audit stop and say so.
+const MAX_PAGES: usize = 200;
+
+/// Each organization's owner persona (not revoked, the server's own audience, every read scope
+/// the audit needs, a token in the profile), with the organization.
+fn readers(ctx: &RunContext) -> Vec<(String, String)> {
+    const SCOPES: [&str; 4] = ["organizations:read", "restaurants:read", "orders:read", "conversations:read"];
+    let data = &ctx.dataset;
+    let mut out = Vec::new();
+    for m in data.memberships.iter().filter(|m| m.role == Role::Owner && !m.revoked) {
+        let persona = data.personas.iter().find(|p| {
+            p.user_id == m.user_id
+                && p.audience.is_none()
+                && SCOPES.iter().chain(["instructions:read"].iter()).all(|s| p.scopes.iter().any(|h| h == s))
+                && ctx.profile.tokens.contains_key(&p.persona)
+        });
+        if let Some(p) = persona {
+            out.push((p.persona.clone(), m.organization_id.clone()));
+        }
+    }
+    out
+}
+
+/// The lists the audit walks for one organization: (tool, arguments in dataset IDs, the data
+/// member holding the items, their kind).
+fn lists(dataset: &Dataset, org: &str) -> Vec<(&'static str, Value, &'static str, Kind)> {
+    let mut out = vec![
+        ("list_organizations", json!({}), "organizations", Kind::Organization),
+        ("list_restaurants", json!({ "organization_id": org }), "restaurants", Kind::Restaurant),
+    ];
+    for r in dataset.restaurants.iter().filter(|r| r.organization_id == org) {
+        let rid = &r.id;
+        out.push(("list_orders", json!({ "restaurant_id": rid, "limit": 50 }), "orders", Kind::Order));
+        out.push((
+            "list_conversations",
+            json!({ "restaurant_id": rid, "limit": 50 }),
+            "conversations",
+            Kind::Conversation,
+        ));
+        out.push((
+            "list_instructions",
+            json!({ "restaurant_id": rid, "limit": 50 }),
+            "instructions",
+            Kind::Instruction,
+        ));
+    }
+    out
+}
+
+fn state_of(kind: Kind, item: &Value) -> String {
+    let status = item.get("status").and_then(Value::as_str).unwrap_or_default();
+    match kind {
+        Kind::Order | Kind::Restaurant => status.to_owned(),
+        Kind::Conversation => {
+            let count = item.get("message_count").map(Value::to_string).unwrap_or_default();
+            format!("{status}, {count} messages")
+        }
+        Kind::Organization | Kind::Instruction => String::new(),
+    }
+}
+
+/// Every record the owners can read now, or why they could not be read.
+pub async fn take(ctx: &RunContext) -> Result<Snapshot, String> {
+    let readers = readers(ctx);
+    if readers.is_empty() {
+        return Err("no owner persona with a token and every read scope in the profile".to_owned());
+    }
+    let mut walks = Vec::new();
+    for (persona, org) in &readers {
+        let Some(mut client) = ctx.client(persona) else { continue };
+        let ex = client.initialize().await;
+        if !client.is_initialized() {
+            return Err(format!("{persona} could not start a session: {}", ex.summary()));
+        }
+        let lists = lists(&ctx.dataset, org);
+        for (copy, list) in client.fork(lists.len()).into_iter().zip(lists) {
+            walks.push(walk(ctx, copy, persona, list));
+        }
+    }
+    let mut snapshot = Snapshot::default();
+    for walked in futures::future::join_all(walks).await {
+        snapshot.records.extend(walked?);
+    }
+    Ok(snapshot)
+}
+
+async fn walk(
+    ctx: &RunContext,
+    mut client: McpClient,
+    persona: &str,
+    (tool, args, member, kind): (&'static str, Value, &'static str, Kind),
+) -> Result<Vec<(String, Record)>, String> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let mut page = ctx.id_map.outbound(&args);
+        if let Some(c) = &cursor {
+            page["cursor"] = json!(c);
+        }
+        let ex = client.call_tool(tool, page).await;
+        let unreadable = |why: &str| format!("{persona}'s {tool}({}) {why}: {}", shown(&args), ex.summary());
+        let data = success_data(&ex).ok_or_else(|| unreadable("was not a success"))?;
+        let items = data.get(member).and_then(Value::as_array).ok_or_else(|| unreadable("has no list"))?;
+        for item in items {
+            let id =
+                item.get("id").and_then(Value::as_str).ok_or_else(|| unreadable("has an item without id"))?;
+            out.push((ctx.id_map.to_dataset(id), Record { kind, state: state_of(kind, item) }));
+        }
+        cursor = ex
+            .structured()
+            .and_then(|s| s.pointer("/meta/next_cursor"))
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned);
+        if cursor.is_none() {
+            return Ok(out);
+        }
+    }
+    Err(format!("{persona}'s {tool}({}) still had a next_cursor after {MAX_PAGES} pages", shown(&args)))
+}
+
+fn success_data(ex: &Exchange) -> Option<&Value> {
+    if ex.is_error() {
+        return None;
+    }
+    ex.structured()?.get("data")
+}
+
+fn shown(args: &Value) -> String {
+    args.get("restaurant_id")
+        .or_else(|| args.get("organization_id"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// What the published dataset says the audit reads of organizations `orgs`: what a reset
+/// restores.
+pub fn from_dataset(dataset: &Dataset, orgs: &[String]) -> Snapshot {
+    let mut records = BTreeMap::new();
+    let mut put = |id: &str, kind, state: String| {
+        records.insert(id.to_owned(), Record { kind, state });
+    };
+    let orgs: Vec<&str> = orgs.iter().map(String::as_str).collect();
+    let users: Vec<&str> = dataset
+        .memberships
+        .iter()
+        .filter(|m| m.role == Role::Owner && !m.revoked && orgs.contains(&m.organization_id.as_str()))
+        .map(|m| m.user_id.as_str())
+        .collect();
+    for m in dataset.memberships.iter().filter(|m| users.contains(&m.user_id.as_str()) && !m.revoked) {
+        put(&m.organization_id, Kind::Organization, String::new());
+    }
+    let restaurants: Vec<&str> = dataset
+        .restaurants
+        .iter()
+        .filter(|r| orgs.contains(&r.organization_id.as_str()))
+        .map(|r| r.id.as_str())
+        .collect();
+    for r in dataset.restaurants.iter().filter(|r| restaurants.contains(&r.id.as_str())) {
+        put(&r.id, Kind::Restaurant, r.status.clone());
+    }
+    for o in dataset.orders.iter().filter(|o| restaurants.contains(&o.restaurant_id.as_str())) {
+        put(&o.id, Kind::Order, o.status.clone());
+    }
+    for c in dataset.conversations.iter().filter(|c| restaurants.contains(&c.restaurant_id.as_str())) {
+        let count = dataset.messages.iter().filter(|m| m.conversation_id == c.id).count();
+        put(&c.id, Kind::Conversation, format!("{}, {count} messages", c.status));
+    }
+    for i in dataset.instructions.iter().filter(|i| restaurants.contains(&i.restaurant_id.as_str())) {
+        put(&i.id, Kind::Instruction, String::new());
+    }
+    Snapshot { records }
+}
+
+/// The organizations the audit reads (one per owner persona).
+pub fn organizations(ctx: &RunContext) -> Vec<String> {
+    readers(ctx).into_iter().map(|(_, org)| org).collect()
+}
+
+/// Every record of `expected` no write named (`touched`), compared with `now`: one note each.
+pub fn compare(expected: &Snapshot, now: &Snapshot, touched: impl Fn(&str) -> bool) -> Vec<Note> {
+    let mut notes = Vec::new();
+    for (id, was) in &expected.records {
+        if touched(id) {
+            continue;
+        }
+        let kind = was.kind.name();
+        let Some(is) = now.records.get(id) else {
+            notes.push(Note {
+                clause: "ABS-2",
+                difference: Some(format!(
+                    "{kind} {id} is gone: no write of the run named it, and no tool may delete a record"
+                )),
+            });
+            continue;
+        };
+        let clause = match was.kind {
+            Kind::Conversation | Kind::Organization | Kind::Instruction => "ABS-2",
+            Kind::Order if ["cancelled", "rejected"].contains(&is.state.as_str()) => "ABS-2",
+            Kind::Order | Kind::Restaurant => "PRE-1",
+        };
+        let difference = (is.state != was.state).then(|| {
+            format!(
+                "{kind} {id} went from \"{}\" to \"{}\" though no write of the run named it",
+                was.state, is.state
+            )
+        });
+        notes.push(Note { clause, difference });
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests;
