@@ -61,6 +61,9 @@ impl Kind {
     }
 }
 
+/// How a finding of the audit starts (the report's detail, and `fuzz`'s).
+pub const FINDING: &str = "audit of untouched records";
+
 /// A comparison of one record: its clause, and the difference if any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Note {
@@ -247,6 +250,15 @@ pub fn from_dataset(dataset: &Dataset, orgs: &[String]) -> Snapshot {
 /// The organizations the audit reads (one per owner persona).
 pub fn organizations(ctx: &RunContext) -> Vec<String> {
     readers(ctx).into_iter().map(|(_, org)| org).collect()
+}
+
+/// [`compare`] against what the run's writes named (`RunContext::calls`), in the IDs they were
+/// sent with.
+pub fn against(ctx: &RunContext, expected: &Snapshot, now: &Snapshot) -> Vec<Note> {
+    compare(expected, now, |id| {
+        let sent = ctx.id_map.outbound(&json!(id));
+        ctx.calls.touched(id) || sent.as_str().is_some_and(|s| ctx.calls.touched(s))
+    })
 }
 
 /// Every record of `expected` no write named (`touched`), compared with `now`: one note each.

@@ -274,7 +274,7 @@ where
                     log.findings.push(Finding {
                         clause: note.clause.to_owned(),
                         level: RuleLevel::Seed,
-                        detail: format!("audit of untouched records: {detail}"),
+                        detail: format!("{}: {detail}", crate::audit::FINDING),
                     });
                 }
             }
@@ -365,11 +365,7 @@ async fn audit(
         start
     };
     let now = crate::audit::take(ctx).await.map_err(|e| format!("after the run: {e}"))?;
-    let touched = |id: &str| {
-        let sent = ctx.id_map.outbound(&serde_json::json!(id));
-        ctx.calls.touched(id) || sent.as_str().is_some_and(|s| ctx.calls.touched(s))
-    };
-    Ok(crate::audit::compare(&expected, &now, touched))
+    Ok(crate::audit::against(ctx, &expected, &now))
 }
 
 /// The longest rate window the suite waits for, with a second to spare (the reference's is 60 s).

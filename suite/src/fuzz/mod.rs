@@ -186,6 +186,7 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
     let mut engine = Engine::new(&ctx, caller, settings.seed, writes);
     engine.access = access::cases(&ctx, &engine.caller, &engine.tools);
     engine.fuzz();
+    let audited = if writes { audit_drawn(&ctx, &runtime, settings.seed, &secrets) } else { Vec::new() };
     if writes && let Some(control) = &ctx.control {
         // The fuzzer's writes must not leak into the next run (or the next suite run).
         if let Err(e) = runtime.block_on(control.reset()) {
@@ -196,6 +197,7 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
         anyhow::bail!("the fuzzer failed (a bug of the suite, please report it): {reason}");
     }
     let mut report = engine.into_report(settings.budget.to_string());
+    report.findings.extend(audited);
     // The rules' findings first: they are what the contract's rules derived.
     report.findings.splice(0..0, rule_findings);
     report.blocked.extend(rule_blocked);
@@ -203,6 +205,26 @@ pub fn run(profile: Profile, settings: &Settings, console: &mut dyn Write) -> an
     report.rules = rules;
     report.print(console);
     Ok(report)
+}
+
+/// After the drawn cases, on a server the control API reset before them: every record no drawn
+/// write named is still the published dataset's (`crate::audit`). Not run, silently, where the
+/// oracle found other data or the reads fail (the drawn cases' own findings say why).
+fn audit_drawn(
+    ctx: &crate::context::RunContext,
+    runtime: &tokio::runtime::Runtime,
+    seed: u64,
+    secrets: &[&str],
+) -> Vec<Finding> {
+    if ctx.control.is_none() || !ctx.oracle.is_on() {
+        return Vec::new();
+    }
+    let Ok(now) = runtime.block_on(crate::audit::take(ctx)) else { return Vec::new() };
+    let expected = crate::audit::from_dataset(&ctx.dataset, &crate::audit::organizations(ctx));
+    crate::audit::against(ctx, &expected, &now)
+        .into_iter()
+        .filter_map(|n| Some(scenarios::of_audit(n.clause, &n.difference?, seed, secrets)))
+        .collect()
 }
 
 impl Engine<'_> {

@@ -186,7 +186,7 @@ fn of_judge(
         tool: "judge".to_owned(),
         persona: PERSONA.to_owned(),
         arguments: Value::Null,
-        detail: report::mask(&format!("the judge, on an exchange of the scenarios: {detail}"), secrets),
+        detail: report::mask(&format!("{}: {detail}", source_of(detail)), secrets),
         mutation: None,
         choice: (!counts_at_seed).then_some(EXT_RULE),
         steps_before: Vec::new(),
@@ -199,6 +199,31 @@ fn of_judge(
         seed,
         replay: None,
         calls: Vec::new(),
+    }
+}
+
+/// Who found a finding the rules' run reports besides its scenarios.
+fn source_of(detail: &str) -> &'static str {
+    if detail.starts_with(crate::audit::FINDING) {
+        "the run, before its first scenario and after its last"
+    } else {
+        "the judge, on an exchange of the scenarios"
+    }
+}
+
+/// A difference the audit of untouched records found after the drawn cases (`crate::audit`).
+pub fn of_audit(clause: &'static str, detail: &str, seed: u64, secrets: &[&str]) -> Finding {
+    Finding {
+        tool: "audit".to_owned(),
+        detail: report::mask(
+            &format!("the fuzzer's drawn cases: {}: {detail}", crate::audit::FINDING),
+            secrets,
+        ),
+        response: report::mask(detail, secrets),
+        reproduction: format!(
+            "chataigne-conformance fuzz --profile PROFILE --seed {seed} (the same drawn cases)"
+        ),
+        ..of_judge(clause, detail, true, seed, secrets)
     }
 }
 
