@@ -63,7 +63,14 @@ async fn checked(app: &Arc<App>, principal: &Principal, tool: ToolName, args: Va
         // 4. Input schema, the very one tools/list publishes, then the limits a schema cannot say.
         validate(app, tool, &args)?;
         // 5–7. Scope, membership, role.
-        authorize(app, principal, tool, &args)?;
+        let authorized = authorize(app, principal, tool, &args);
+        if let Err(e) = &authorized
+            && e.code == ErrorCode::ScopeRequired
+            && app.defects.applies_scope_refused(tool)
+        {
+            let _ = effect(Call::new(app.clone(), tool, args.clone(), principal.clone()), None).await;
+        }
+        authorized?;
     }
     if !current && tool.kind().is_write() {
         return Err(ErrorCode::DependencyUnavailable.into());

@@ -23,8 +23,11 @@ use chataigne_contract::Role;
 use chataigne_contract::dataset::Dataset;
 use serde_json::{Value, json};
 
+use std::time::Instant;
+
 use crate::client::{Exchange, McpClient};
 use crate::context::RunContext;
+use crate::schedule::{WriteOutcome, WriteSeen};
 
 /// The records the audit reads, by dataset ID.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -252,43 +255,130 @@ pub fn organizations(ctx: &RunContext) -> Vec<String> {
     readers(ctx).into_iter().map(|(_, org)| org).collect()
 }
 
-/// [`compare`] against what the run's writes named (`RunContext::calls`), in the IDs they were
-/// sent with.
+/// [`compare`] against what the run's writes named and what their answers said
+/// (`RunContext::calls`), in the IDs they were sent with.
 pub fn against(ctx: &RunContext, expected: &Snapshot, now: &Snapshot) -> Vec<Note> {
-    compare(expected, now, |id| {
-        let sent = ctx.id_map.outbound(&json!(id));
-        ctx.calls.touched(id) || sent.as_str().is_some_and(|s| ctx.calls.touched(s))
+    let reset = ctx.calls.last_data_reset();
+    compare(expected, now, |id, record| {
+        let sent = ctx.id_map.outbound(&json!(id)).as_str().unwrap_or(id).to_owned();
+        if !ctx.calls.touched(id) && !ctx.calls.touched(&sent) {
+            return Expect::Unchanged;
+        }
+        // Over stdio each persona has a server of its own: the owner's reads show none of the
+        // others' writes.
+        if ctx.stdio.is_some() || !matches!(record.kind, Kind::Order | Kind::Restaurant) {
+            return Expect::Unknown;
+        }
+        let e = after_writes(&ctx.calls.writes_of(&sent), &sent, reset, &record.state);
+        if std::env::var_os("AUDITDBG").is_some() {
+            eprintln!(
+                "AUDITDBG {id} {:?} {:?}",
+                e,
+                ctx.calls.writes_of(&sent).iter().map(|w| (w.target.clone(), w.outcome)).collect::<Vec<_>>()
+            );
+        }
+        e
     })
 }
 
-/// Every record of `expected` no write named (`touched`), compared with `now`: one note each.
-pub fn compare(expected: &Snapshot, now: &Snapshot, touched: impl Fn(&str) -> bool) -> Vec<Note> {
+/// What a record must be now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    /// What it was: no write named it (or every one came before the data was reset).
+    Unchanged,
+    /// What the run's writes of it leave: `state`, else a difference under `clause` (or, when
+    /// the record is found in a state a refused write asked for, that refusal's clause:
+    /// `refused_into`), `why`.
+    State { state: String, clause: &'static str, why: String, refused_into: Vec<(String, &'static str)> },
+    /// Nothing the run can tell (an answer that did not say, writes at once, an ID sent in
+    /// another form).
+    Unknown,
+}
+
+/// What the writes of a record's state (`sent` as the ID it is known by) leave it in, from its
+/// state before them (`baseline`), the data reset last at `reset`.
+pub fn after_writes(writes: &[WriteSeen], sent: &str, reset: Option<Instant>, baseline: &str) -> Expect {
+    if writes.is_empty() || writes.iter().any(|w| w.id != sent) {
+        return Expect::Unknown;
+    }
+    if writes.iter().any(|w| reset.is_some_and(|r| w.sent < r && w.answered >= r)) {
+        return Expect::Unknown;
+    }
+    let after: Vec<&WriteSeen> = writes.iter().filter(|w| reset.is_none_or(|r| w.sent >= r)).collect();
+    if after.is_empty() {
+        return Expect::Unchanged;
+    }
+    if after.iter().any(|w| w.outcome == WriteOutcome::Unknown) {
+        return Expect::Unknown;
+    }
+    let done: Vec<&&WriteSeen> = after.iter().filter(|w| w.outcome == WriteOutcome::Done).collect();
+    let Some(last) = done.iter().max_by_key(|w| w.answered) else {
+        // A precondition's refusal leaves the state unchanged (PRE-2); any other refusal comes
+        // before the effect (AUTH-8's order: every check, then the effect). A state no refused
+        // write asked for is a change no call named (PRE-1).
+        let mut refused_into: Vec<(String, &'static str)> = Vec::new();
+        for w in &after {
+            let (Some(target), WriteOutcome::Refused { conflict }) = (&w.target, w.outcome) else { continue };
+            let clause = if conflict { "PRE-2" } else { "AUTH-8" };
+            match refused_into.iter_mut().find(|(t, _)| t == target) {
+                Some(seen) if clause == "AUTH-8" => seen.1 = clause,
+                Some(_) => {}
+                None => refused_into.push((target.clone(), clause)),
+            }
+        }
+        return Expect::State {
+            state: baseline.to_owned(),
+            clause: "PRE-1",
+            why: format!("every write of it ({}) was refused", after.len()),
+            refused_into,
+        };
+    };
+    // Two acknowledged writes at once: either may be the last.
+    if done.iter().any(|w| !std::ptr::eq(**w, **last) && w.answered >= last.sent) {
+        return Expect::Unknown;
+    }
+    let Some(target) = &last.target else { return Expect::Unknown };
+    Expect::State {
+        state: target.clone(),
+        clause: "PRE-2",
+        why: format!("its last write, acknowledged, set \"{target}\""),
+        refused_into: Vec::new(),
+    }
+}
+
+/// Every record of `expected` compared with `now` as `expect` says: one note each.
+pub fn compare(expected: &Snapshot, now: &Snapshot, expect: impl Fn(&str, &Record) -> Expect) -> Vec<Note> {
     let mut notes = Vec::new();
     for (id, was) in &expected.records {
-        if touched(id) {
-            continue;
-        }
         let kind = was.kind.name();
+        let (want, clause, why) = match expect(id, was) {
+            Expect::Unknown => continue,
+            Expect::State { state, clause, why, refused_into } => {
+                let found = now.records.get(id).map(|r| r.state.as_str());
+                let clause =
+                    refused_into.iter().find(|(t, _)| Some(t.as_str()) == found).map_or(clause, |(_, c)| c);
+                (state, clause, why)
+            }
+            Expect::Unchanged => {
+                let clause = match (was.kind, now.records.get(id)) {
+                    (Kind::Order, Some(is)) if ["cancelled", "rejected"].contains(&is.state.as_str()) => {
+                        "ABS-2"
+                    }
+                    (Kind::Order | Kind::Restaurant, _) => "PRE-1",
+                    _ => "ABS-2",
+                };
+                (was.state.clone(), clause, "no write of the run named it".to_owned())
+            }
+        };
         let Some(is) = now.records.get(id) else {
             notes.push(Note {
                 clause: "ABS-2",
-                difference: Some(format!(
-                    "{kind} {id} is gone: no write of the run named it, and no tool may delete a record"
-                )),
+                difference: Some(format!("{kind} {id} is gone ({why}): no tool may delete a record")),
             });
             continue;
         };
-        let clause = match was.kind {
-            Kind::Conversation | Kind::Organization | Kind::Instruction => "ABS-2",
-            Kind::Order if ["cancelled", "rejected"].contains(&is.state.as_str()) => "ABS-2",
-            Kind::Order | Kind::Restaurant => "PRE-1",
-        };
-        let difference = (is.state != was.state).then(|| {
-            format!(
-                "{kind} {id} went from \"{}\" to \"{}\" though no write of the run named it",
-                was.state, is.state
-            )
-        });
+        let difference =
+            (is.state != want).then(|| format!("{kind} {id} is \"{}\", not \"{want}\": {why}", is.state));
         notes.push(Note { clause, difference });
     }
     notes

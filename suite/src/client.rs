@@ -395,15 +395,25 @@ impl McpClient {
         extra: &[(String, String)],
         chunked: bool,
     ) -> Exchange {
+        let changed = if self.log.is_some() { changed_records(method, &body) } else { Vec::new() };
         if let Some((log, _)) = &self.log {
-            for id in changed_records(method, &body) {
-                log.touch(&id);
+            for (id, _) in &changed {
+                log.touch(id);
             }
         }
         let logged =
             self.log.as_ref().filter(|_| self.persona.is_some()).map(|_| called_tools(method, &body));
         let sent = Instant::now();
         let ex = self.send(method, body, rpc_id, extra, chunked).await;
+        if let Some((log, _)) = &self.log {
+            // A batch's answers are not told apart here: its writes' effects are unknown.
+            let outcome =
+                if changed.len() == 1 { write_outcome(&ex) } else { crate::schedule::WriteOutcome::Unknown };
+            for (id, target) in changed.into_iter().filter_map(|(id, t)| Some((id, t?))) {
+                let answered = Instant::now();
+                log.wrote(crate::schedule::WriteSeen { id, target, sent, answered, outcome });
+            }
+        }
         if let (Some((log, classify)), Some(persona), Some(tools)) = (&self.log, &self.persona, logged) {
             // Another token in the headers: the call may count against another pair, or none.
             let other_token = extra.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization"));
@@ -622,20 +632,63 @@ fn called_tools(method: &str, body: &[u8]) -> Vec<String> {
 }
 
 /// The existing records the `tools/call`s of a body would change (`ToolName::changes`): what
-/// the run's audit of untouched records leaves out, refused or not.
-fn changed_records(method: &str, body: &[u8]) -> Vec<String> {
+/// the run's audit of untouched records leaves out, refused or not. With each, for a write of a
+/// record's status, the status asked for (`Some(None)`: a status write that names none).
+#[allow(clippy::type_complexity)]
+fn changed_records(method: &str, body: &[u8]) -> Vec<(String, Option<Option<String>>)> {
     if method != "tools/call" && method != "raw" {
         return Vec::new();
     }
     let Ok(value) = serde_json::from_slice::<Value>(body) else { return Vec::new() };
     let one = |m: &Value| {
         let tool = chataigne_contract::ToolName::parse(m.pointer("/params/name")?.as_str()?)?;
-        let id = m.pointer("/params/arguments")?.get(tool.changes()?)?.as_str()?;
-        Some(id.to_owned())
+        let args = m.pointer("/params/arguments")?;
+        let id = args.get(tool.changes()?)?.as_str()?;
+        let status_write = matches!(
+            tool,
+            chataigne_contract::ToolName::UpdateOrderStatus
+                | chataigne_contract::ToolName::SetRestaurantStatus
+        );
+        let target = status_write.then(|| args.get("status").and_then(Value::as_str).map(str::to_owned));
+        Some((id.to_owned(), target))
     };
     match &value {
         Value::Array(batch) => batch.iter().filter_map(one).collect(),
         single => one(single).into_iter().collect(),
+    }
+}
+
+/// What an answer to one write says of its effect (`schedule::WriteOutcome`).
+fn write_outcome(ex: &Exchange) -> crate::schedule::WriteOutcome {
+    use crate::schedule::WriteOutcome::{Done, Refused, Unknown};
+    if let Some(err) = ex.rpc_error() {
+        // Parse error, invalid request, unknown method, invalid params: nothing ran.
+        let code = err.get("code").and_then(Value::as_i64).unwrap_or_default();
+        return if matches!(code, -32700 | -32600 | -32601 | -32602) {
+            Refused { conflict: false }
+        } else {
+            Unknown
+        };
+    }
+    if ex.result().is_some() {
+        if !ex.is_error() {
+            return Done;
+        }
+        let category =
+            ex.structured().and_then(|s| s.pointer("/data/error/category")).and_then(Value::as_str);
+        return match category {
+            Some("conflict") => Refused { conflict: true },
+            Some("validation" | "authentication" | "authorization" | "not_found" | "rate_limit") => {
+                Refused { conflict: false }
+            }
+            _ => Unknown,
+        };
+    }
+    // Refused by the transport before any JSON-RPC answer (no token, a foreign Origin, a body too
+    // large, a media type refused): nothing ran.
+    match ex.status() {
+        Some(400 | 401 | 403 | 404 | 405 | 406 | 413 | 415) => Refused { conflict: false },
+        _ => Unknown,
     }
 }
 

@@ -869,6 +869,12 @@ pub fn access_rows(dataset: &Dataset) -> Vec<AccessRow> {
                     Some(_) => {}
                     None => fails.push(Check::Membership),
                 }
+                // A refused write is sent as one that would take effect: a server that refuses it
+                // and applies it all the same is then seen by the run's audit (`crate::audit`).
+                let args = match effective_args(dataset, tool, restaurant) {
+                    Some(effective) if !fails.is_empty() => effective,
+                    _ => args,
+                };
                 rows.push(AccessRow {
                     persona: persona.persona.clone(),
                     tool,
@@ -880,6 +886,46 @@ pub fn access_rows(dataset: &Dataset) -> Vec<AccessRow> {
         }
     }
     rows
+}
+
+/// Each restaurant's order that the access rows' refused moves name (its oldest received one),
+/// claimed for the whole run (`runner`) so that no scenario moves it: every write of it is a
+/// refusal, and the audit holds it to its first state.
+pub fn refusal_witnesses(dataset: &Dataset) -> Vec<String> {
+    dataset.restaurants.iter().filter_map(|r| witness_order(dataset, &r.id)).collect()
+}
+
+fn witness_order(dataset: &Dataset, restaurant: &str) -> Option<String> {
+    // The oldest received order, and only where another is left for the scenarios that move
+    // one (they pick from the newest first).
+    let received: Vec<_> = dataset.orders_of(restaurant).filter(|o| o.status == "received").collect();
+    if received.len() < 2 {
+        return None;
+    }
+    received.into_iter().min_by_key(|o| (&o.created_at, &o.id)).map(|o| o.id.clone())
+}
+
+/// A state write of `restaurant` that would take effect if it were carried out: the witness
+/// order's next step, the restaurant's other status.
+fn effective_args(
+    dataset: &Dataset,
+    tool: ToolName,
+    restaurant: &chataigne_contract::dataset::Restaurant,
+) -> Option<Value> {
+    let r = restaurant.id.as_str();
+    match tool {
+        ToolName::UpdateOrderStatus => {
+            let order = witness_order(dataset, r)?;
+            Some(
+                json!({ "restaurant_id": r, "order_id": order, "status": "accepted", "expected_status": "received" }),
+            )
+        }
+        ToolName::SetRestaurantStatus => {
+            let other = if restaurant.status == "open" { "paused" } else { "open" };
+            Some(json!({ "restaurant_id": r, "status": other, "expected_status": restaurant.status }))
+        }
+        _ => None,
+    }
 }
 
 fn has_argument(tool: ToolName, name: &str) -> bool {

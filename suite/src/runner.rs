@@ -85,6 +85,9 @@ where
     let deadline = run_start + std::time::Duration::from_secs(ctx.profile.deadline_s);
     let locks = Arc::new(crate::schedule::Locks::default());
     let claims = Arc::new(crate::schedule::Claims::default());
+    for witness in crate::matrices::refusal_witnesses(&ctx.dataset) {
+        claims.claim(&witness);
+    }
     let personas = Arc::new(crate::schedule::personas(&ctx.dataset));
     let rates = Arc::new(rate_phase(&source, &capabilities, &personas).await);
     // The audit's first look is taken before any scenario writes, beside the clock's move.
@@ -356,7 +359,7 @@ async fn audit(
     start: Result<crate::audit::Snapshot, String>,
 ) -> Result<Vec<crate::audit::Note>, String> {
     let start = start.map_err(|e| format!("before the run: {e}"))?;
-    let expected = if ctx.calls.was_data_reset() {
+    let expected = if ctx.calls.last_data_reset().is_some() {
         if let Some(why) = &ctx.oracle.not_run {
             return Err(format!("the control API reset the data during the run, and {why}"));
         }

@@ -282,8 +282,35 @@ struct LogState {
     /// lower case without surrounding spaces, whatever the answer: the records `crate::audit`
     /// leaves out.
     touched: HashSet<String>,
-    /// The control API reset the server's data during the run.
-    data_reset: bool,
+    /// When the control API last reset the server's data during the run.
+    data_reset: Option<Instant>,
+    /// The writes of a state the run sent (`update_order_status`, `set_restaurant_status`), by
+    /// the record's ID in lower case without spaces.
+    writes: HashMap<String, Vec<WriteSeen>>,
+}
+
+/// One write of a record's state the run sent, and what its answer says of its effect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteSeen {
+    /// The ID as sent.
+    pub id: String,
+    /// The state it asked for (`status`), if it named one.
+    pub target: Option<String>,
+    pub sent: Instant,
+    pub answered: Instant,
+    pub outcome: WriteOutcome,
+}
+
+/// What an answer says of a write's effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// A success: the state is the one asked for.
+    Done,
+    /// Refused before any effect (a JSON-RPC or transport refusal, or a tool error of a category
+    /// that by the contract changed nothing); `conflict`: a precondition's refusal.
+    Refused { conflict: bool },
+    /// No answer, or one after which the effect may or may not have happened.
+    Unknown,
 }
 
 /// One call of the log.
@@ -321,11 +348,24 @@ impl CallLog {
 
     /// The server's data went back to its dataset (the control API's reset).
     pub fn data_reset(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).data_reset = true;
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).data_reset = Some(Instant::now());
     }
 
-    pub fn was_data_reset(&self) -> bool {
+    /// When the control API last reset the data, if it did.
+    pub fn last_data_reset(&self) -> Option<Instant> {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).data_reset
+    }
+
+    pub fn wrote(&self, write: WriteSeen) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.writes.entry(write.id.trim().to_lowercase()).or_default().push(write);
+    }
+
+    /// Every write of the state of record `id` the run sent, whatever case or spaces it was
+    /// sent with.
+    pub fn writes_of(&self, id: &str) -> Vec<WriteSeen> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.writes.get(&id.trim().to_lowercase()).cloned().unwrap_or_default()
     }
 
     /// The calls of `tool` as any of `personas` sent before `before` and answered after `since`,

@@ -148,6 +148,7 @@ named_modes! {
         AnalyticsCsvBlock = "analytics-csv-block", "ENV-1", "get_analytics successes carry a second text block: the series as CSV lines, after the summary";
         DefaultPerStatus = "default-per-status", "PAG-1", "list_orders with several statuses and no limit returns up to 20 orders per status (merged, newest first, at most 50)";
         WindowCursorInclusive = "window-cursor-inclusive", "PAG-4", "list_orders under created_from or created_to starts each page reached through a cursor with the previous page's last order";
+        ScopeRefusedApplied = "scope-refused-applied", "AUTH-8", "a state write (update_order_status, set_restaurant_status) refused for its scope takes effect all the same: the change is made, then MCP_SCOPE_REQUIRED is answered";
         AcceptTakesNext = "accept-takes-next", "PRE-1", "update_order_status to accepted also accepts the restaurant's oldest other received order (a queue shortcut): an order no call named changes without its expected_status";
         CursorPageErrorLeaks = "cursor-page-error-leaks", "SEC-2", "an internal error on a list_orders page asked with a cursor quotes its SQL query (first pages' errors stay clean)";
     }
@@ -426,6 +427,12 @@ impl Defects {
     /// revision's is served as if its token held every scope.
     pub fn skips_scopes_for(&self, protocol_version: Option<&str>) -> bool {
         self.has(Defect::ScopeSkippedStateless) && protocol_version == Some("2026-07-28")
+    }
+
+    /// `scope-refused-applied`: a state write refused for its scope is carried out all the same.
+    pub fn applies_scope_refused(&self, tool: ToolName) -> bool {
+        self.has(Defect::ScopeRefusedApplied)
+            && matches!(tool, ToolName::UpdateOrderStatus | ToolName::SetRestaurantStatus)
     }
 
     pub fn ignores_scopes(&self, tool: ToolName, args: &Value) -> bool {
