@@ -269,15 +269,7 @@ pub fn against(ctx: &RunContext, expected: &Snapshot, now: &Snapshot) -> Vec<Not
         if ctx.stdio.is_some() || !matches!(record.kind, Kind::Order | Kind::Restaurant) {
             return Expect::Unknown;
         }
-        let e = after_writes(&ctx.calls.writes_of(&sent), &sent, reset, &record.state);
-        if std::env::var_os("AUDITDBG").is_some() {
-            eprintln!(
-                "AUDITDBG {id} {:?} {:?}",
-                e,
-                ctx.calls.writes_of(&sent).iter().map(|w| (w.target.clone(), w.outcome)).collect::<Vec<_>>()
-            );
-        }
-        e
+        after_writes(&ctx.calls.writes_of(&sent), &sent, reset, &record.state)
     })
 }
 
