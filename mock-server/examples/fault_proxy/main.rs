@@ -115,7 +115,8 @@ struct Proxy {
     control_secret: Option<String>,
 }
 
-fn lock(m: &Mutex<Memory>) -> std::sync::MutexGuard<'_, Memory> {
+/// A lock that outlives a panic of its last holder: the proxy's memory, or a batch's own state.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
