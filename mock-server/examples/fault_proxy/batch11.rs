@@ -59,29 +59,6 @@ const OLDER_DEFAULT: usize = 50;
 /// The tool the second OAuth client's tools/list gains (b11-25).
 const PARTNER_TOOL: &str = "sync_orders_to_provider";
 
-/// The JSON-RPC params of a request.
-fn params(call: &Call) -> Map<String, Value> {
-    call.rpc.as_ref().and_then(|r| r.get("params")).and_then(Value::as_object).cloned().unwrap_or_default()
-}
-
-fn set_param(call: &mut Call, key: &str, value: Value) {
-    let Some(rpc) = call.rpc.as_mut() else { return };
-    if !rpc["params"].is_object() {
-        rpc["params"] = json!({});
-    }
-    rpc["params"][key] = value;
-    call.body = Bytes::from(serde_json::to_vec(rpc).unwrap_or_default());
-}
-
-fn is_notification(call: &Call) -> bool {
-    call.rpc.as_ref().is_some_and(|r| r.get("id").is_none())
-        && call.rpc_method().is_some_and(|m| m.starts_with("notifications/"))
-}
-
-fn no_body(status: StatusCode) -> Answer {
-    Answer::new(status, HeaderMap::new(), Bytes::new())
-}
-
 /// Months a `from..=to` range touches (`YYYY-MM-DD`).
 fn months_touched(from: &str, to: &str) -> Option<i64> {
     let ym = |d: &str| -> Option<i64> {
@@ -147,12 +124,6 @@ fn order_ids(text: &str) -> Vec<String> {
         .filter(|w| w.starts_with("ord_") && w.len() > 4)
         .map(String::from)
         .collect()
-}
-
-fn set_status(order: &mut Value, status: &str) {
-    if order.is_object() {
-        order["status"] = json!(status);
-    }
 }
 
 impl Proxy {

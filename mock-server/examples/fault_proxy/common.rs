@@ -1,8 +1,8 @@
 //! Shapes the batches repeat, shared from batch 10 on (batches 4 to 9 keep their own copies):
-//! which batch a fault is in, what a rewrite reads of an exchange, bounded per-key memory,
-//! refusals and replays made by the proxy, the request's headers and keyed slot, a keyed call's
-//! stored arguments and result, a success's data, a list walked page by page, and who the caller
-//! is.
+//! which batch a fault is in, what a rewrite reads of an exchange, a request's params and whether
+//! it is a notification, bounded per-key memory, refusals, replays and bodiless answers made by the
+//! proxy, the request's headers and keyed slot, a keyed call's stored arguments and result, a
+//! success's data, an order's status rewritten, a list walked page by page, and who the caller is.
 
 use super::*;
 
@@ -34,6 +34,36 @@ impl Exchange {
             success,
             replayed: success && answer.is_some_and(|a| a.flag("replayed")),
         }
+    }
+}
+
+/// The JSON-RPC params of a request.
+pub(crate) fn params(call: &Call) -> Map<String, Value> {
+    call.rpc.as_ref().and_then(|r| r.get("params")).and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+pub(crate) fn set_param(call: &mut Call, key: &str, value: Value) {
+    let Some(rpc) = call.rpc.as_mut() else { return };
+    if !rpc["params"].is_object() {
+        rpc["params"] = json!({});
+    }
+    rpc["params"][key] = value;
+    call.body = Bytes::from(serde_json::to_vec(rpc).unwrap_or_default());
+}
+
+pub(crate) fn is_notification(call: &Call) -> bool {
+    call.rpc.as_ref().is_some_and(|r| r.get("id").is_none())
+        && call.rpc_method().is_some_and(|m| m.starts_with("notifications/"))
+}
+
+pub(crate) fn no_body(status: StatusCode) -> Answer {
+    Answer::new(status, HeaderMap::new(), Bytes::new())
+}
+
+/// Set an order's `status` (a read the proxy rewrites).
+pub(crate) fn set_status(order: &mut Value, status: &str) {
+    if order.is_object() {
+        order["status"] = json!(status);
     }
 }
 
