@@ -29,13 +29,13 @@ struct B10 {
 static STATE: LazyLock<Mutex<B10>> = LazyLock::new(Mutex::default);
 
 fn state() -> std::sync::MutexGuard<'static, B10> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+    lock(&STATE)
 }
 
 impl Fault {
     /// A fault of this batch (`b10-` names): `Proxy::before` and `Proxy::after` hand it here.
     pub(crate) fn in_batch10(self) -> bool {
-        CATALOGUE.iter().any(|(f, name, ..)| *f == self && name.starts_with("b10-"))
+        self.named_with("b10-")
     }
 }
 
@@ -133,8 +133,8 @@ impl Proxy {
     /// Request-side rewrites of batch 10 (`Proxy::before`).
     pub(crate) async fn before_batch10(&self, call: &mut Call) -> Option<Answer> {
         use Fault::*;
-        let tool = call.tool().map(String::from);
-        let t = tool.as_deref().unwrap_or_default();
+        let x = Exchange::of(call, None);
+        let t = x.tool.as_str();
         match self.fault {
             B1002Pag2 if list_key(t).is_some() && call.arg("limit").and_then(|v| v.as_u64()) == Some(50) => {
                 // The maximum is checked with < instead of <=.
@@ -183,12 +183,7 @@ impl Proxy {
                 }
             }
             B1012Idem3 if t == "create_restaurant" => {
-                let slot = slot(call, t)?;
-                let (args, result) = {
-                    let m = lock(&self.memory);
-                    let k = m.keyed.get(&slot)?;
-                    (k.args.clone(), k.result.clone())
-                };
+                let (args, result) = self.stored(&slot(call, t)?)?;
                 let without = |mut a: Map<String, Value>| {
                     a.remove("timezone");
                     a
@@ -279,13 +274,9 @@ impl Proxy {
     /// Answer-side rewrites of batch 10 (`Proxy::after`).
     pub(crate) async fn after_batch10(&self, call: &Call, a: &mut Answer) {
         use Fault::*;
-        let tool = call.tool().map(String::from);
-        let t = tool.as_deref().unwrap_or_default();
-        let method = call.rpc_method().map(String::from);
-        let m = method.as_deref().unwrap_or_default();
-        let code = a.code();
-        let success = a.is_success();
-        let replayed = success && a.flag("replayed");
+        let x = Exchange::of(call, Some(a));
+        let (t, m, code, success, replayed) =
+            (x.tool.as_str(), x.method.as_str(), x.code, x.success, x.replayed);
         match self.fault {
             B1001Proto2 => {
                 let id = call.rpc_id();

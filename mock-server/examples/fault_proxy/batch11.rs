@@ -34,13 +34,13 @@ struct B11 {
 static STATE: LazyLock<Mutex<B11>> = LazyLock::new(Mutex::default);
 
 fn state() -> std::sync::MutexGuard<'static, B11> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+    lock(&STATE)
 }
 
 impl Fault {
     /// A fault of this batch (`b11-` names): `Proxy::before` and `Proxy::after` hand it here.
     pub(crate) fn in_batch11(self) -> bool {
-        CATALOGUE.iter().any(|(f, name, ..)| *f == self && name.starts_with("b11-"))
+        self.named_with("b11-")
     }
 }
 
@@ -58,29 +58,6 @@ const INDEX_LAG: Duration = Duration::from_secs(30);
 const OLDER_DEFAULT: usize = 50;
 /// The tool the second OAuth client's tools/list gains (b11-25).
 const PARTNER_TOOL: &str = "sync_orders_to_provider";
-
-/// The JSON-RPC params of a request.
-fn params(call: &Call) -> Map<String, Value> {
-    call.rpc.as_ref().and_then(|r| r.get("params")).and_then(Value::as_object).cloned().unwrap_or_default()
-}
-
-fn set_param(call: &mut Call, key: &str, value: Value) {
-    let Some(rpc) = call.rpc.as_mut() else { return };
-    if !rpc["params"].is_object() {
-        rpc["params"] = json!({});
-    }
-    rpc["params"][key] = value;
-    call.body = Bytes::from(serde_json::to_vec(rpc).unwrap_or_default());
-}
-
-fn is_notification(call: &Call) -> bool {
-    call.rpc.as_ref().is_some_and(|r| r.get("id").is_none())
-        && call.rpc_method().is_some_and(|m| m.starts_with("notifications/"))
-}
-
-fn no_body(status: StatusCode) -> Answer {
-    Answer::new(status, HeaderMap::new(), Bytes::new())
-}
 
 /// Months a `from..=to` range touches (`YYYY-MM-DD`).
 fn months_touched(from: &str, to: &str) -> Option<i64> {
@@ -149,20 +126,12 @@ fn order_ids(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn set_status(order: &mut Value, status: &str) {
-    if order.is_object() {
-        order["status"] = json!(status);
-    }
-}
-
 impl Proxy {
     /// Request-side rewrites of batch 11 (`Proxy::before`).
     pub(crate) async fn before_batch11(&self, call: &mut Call) -> Option<Answer> {
         use Fault::*;
-        let tool = call.tool().map(String::from);
-        let t = tool.as_deref().unwrap_or_default();
-        let method = call.rpc_method().map(String::from);
-        let m = method.as_deref().unwrap_or_default();
+        let x = Exchange::of(call, None);
+        let (t, m) = (x.tool.as_str(), x.method.as_str());
         match self.fault {
             B1101Proto2 if m == "resources/read" => {
                 let uri = params(call).get("uri").and_then(Value::as_str).map(String::from)?;
@@ -249,12 +218,7 @@ impl Proxy {
                 }
             }
             B1115Idem3 if is_keyed(t) => {
-                let slot = slot(call, t)?;
-                let (args, result) = {
-                    let m = lock(&self.memory);
-                    let k = m.keyed.get(&slot)?;
-                    (k.args.clone(), k.result.clone())
-                };
+                let (args, result) = self.stored(&slot(call, t)?)?;
                 if args != call.args() && folded(&args) == folded(&call.args()) {
                     // The fingerprint hashes the arguments after composing accents.
                     return Some(replay(call, &result));
@@ -278,7 +242,7 @@ impl Proxy {
             }
             B1122Idem4 if t == "create_organization" => {
                 let slot = slot(call, t)?;
-                let key: String = slot.2.chars().take(240).collect();
+                let key = derived_key(&slot.2);
                 let already = {
                     let mut s = state();
                     bound(&mut s.running, RECENT);
@@ -287,7 +251,7 @@ impl Proxy {
                 if already {
                     // The in-progress claim locks a restaurant row: an organization has none.
                     call.set_args(|a| {
-                        a.insert("idempotency_key".into(), json!(format!("{key}-{}", random_alnum(8))));
+                        a.insert("idempotency_key".into(), json!(key));
                     });
                 }
             }
@@ -296,9 +260,9 @@ impl Proxy {
                 let early = state().answered.get(&slot).is_some_and(|at| at.elapsed() < WRITE_BEHIND);
                 if early {
                     // The result reaches the store after the answer: a retry meanwhile runs again.
-                    let key: String = slot.2.chars().take(240).collect();
+                    let key = derived_key(&slot.2);
                     call.set_args(|a| {
-                        a.insert("idempotency_key".into(), json!(format!("{key}-{}", random_alnum(8))));
+                        a.insert("idempotency_key".into(), json!(key));
                     });
                 }
             }
@@ -319,13 +283,9 @@ impl Proxy {
     /// Answer-side rewrites of batch 11 (`Proxy::after`).
     pub(crate) async fn after_batch11(&self, call: &Call, a: &mut Answer) {
         use Fault::*;
-        let tool = call.tool().map(String::from);
-        let t = tool.as_deref().unwrap_or_default();
-        let method = call.rpc_method().map(String::from);
-        let m = method.as_deref().unwrap_or_default();
-        let code = a.code();
-        let success = a.is_success();
-        let replayed = success && a.flag("replayed");
+        let x = Exchange::of(call, Some(a));
+        let (t, m, code, success, replayed) =
+            (x.tool.as_str(), x.method.as_str(), x.code, x.success, x.replayed);
         match self.fault {
             B1102Pag4
                 if success && t == "list_orders" && call.has_arg("cursor") && !call.has_arg("status") =>

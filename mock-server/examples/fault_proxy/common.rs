@@ -1,8 +1,71 @@
 //! Shapes the batches repeat, shared from batch 10 on (batches 4 to 9 keep their own copies):
-//! bounded per-key memory, refusals and replays made by the proxy, the request's headers and
-//! keyed slot, a success's data, a list walked page by page, and who the caller is.
+//! which batch a fault is in, what a rewrite reads of an exchange, a request's params and whether
+//! it is a notification, bounded per-key memory, refusals, replays and bodiless answers made by the
+//! proxy, the request's headers and keyed slot, a keyed call's stored arguments and result, a
+//! success's data, an order's status rewritten, a list walked page by page, and who the caller is.
 
 use super::*;
+
+impl Fault {
+    /// Whether the fault's name starts with `prefix` (`b10-`, `b11-`, …): a batch's faults.
+    pub(crate) fn named_with(self, prefix: &str) -> bool {
+        CATALOGUE.iter().any(|(f, name, ..)| *f == self && name.starts_with(prefix))
+    }
+}
+
+/// What a batch's rewrite reads of an exchange: the tool called and the JSON-RPC method (empty
+/// when there is none) and, of the answer when there is one, its error code, whether it is a
+/// success, and whether that success is a replay.
+pub(crate) struct Exchange {
+    pub(crate) tool: String,
+    pub(crate) method: String,
+    pub(crate) code: Option<ErrorCode>,
+    pub(crate) success: bool,
+    pub(crate) replayed: bool,
+}
+
+impl Exchange {
+    pub(crate) fn of(call: &Call, answer: Option<&Answer>) -> Exchange {
+        let success = answer.is_some_and(Answer::is_success);
+        Exchange {
+            tool: call.tool().unwrap_or_default().to_owned(),
+            method: call.rpc_method().unwrap_or_default().to_owned(),
+            code: answer.and_then(Answer::code),
+            success,
+            replayed: success && answer.is_some_and(|a| a.flag("replayed")),
+        }
+    }
+}
+
+/// The JSON-RPC params of a request.
+pub(crate) fn params(call: &Call) -> Map<String, Value> {
+    call.rpc.as_ref().and_then(|r| r.get("params")).and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+pub(crate) fn set_param(call: &mut Call, key: &str, value: Value) {
+    let Some(rpc) = call.rpc.as_mut() else { return };
+    if !rpc["params"].is_object() {
+        rpc["params"] = json!({});
+    }
+    rpc["params"][key] = value;
+    call.body = Bytes::from(serde_json::to_vec(rpc).unwrap_or_default());
+}
+
+pub(crate) fn is_notification(call: &Call) -> bool {
+    call.rpc.as_ref().is_some_and(|r| r.get("id").is_none())
+        && call.rpc_method().is_some_and(|m| m.starts_with("notifications/"))
+}
+
+pub(crate) fn no_body(status: StatusCode) -> Answer {
+    Answer::new(status, HeaderMap::new(), Bytes::new())
+}
+
+/// Set an order's `status` (a read the proxy rewrites).
+pub(crate) fn set_status(order: &mut Value, status: &str) {
+    if order.is_object() {
+        order["status"] = json!(status);
+    }
+}
 
 /// Keep a map bounded: past `n` entries it starts again (faults only need recent entries, and
 /// every entry is keyed by cursor, caller, key or order, so concurrent clients stay apart).
@@ -35,6 +98,13 @@ pub(crate) fn slot(call: &Call, tool: &str) -> Option<Slot> {
     Some((call.auth(), tool.to_owned(), call.arg_str("idempotency_key")?))
 }
 
+/// Another key made from `key` (its first 240 characters and 8 random ones): what a server that
+/// lost track of a key runs the call under, so that the reference runs it again.
+pub(crate) fn derived_key(key: &str) -> String {
+    let head: String = key.chars().take(240).collect();
+    format!("{head}-{}", random_alnum(8))
+}
+
 pub(crate) fn header_str(call: &Call, name: &str) -> Option<String> {
     call.headers.get(name).and_then(|v| v.to_str().ok()).map(String::from)
 }
@@ -62,6 +132,13 @@ impl Proxy {
     /// The persona whose token the call carries.
     pub(crate) fn caller(&self, call: &Call) -> Option<Persona> {
         self.data.persona(&call.token()).cloned()
+    }
+
+    /// The arguments and the result of the keyed call remembered in `slot`, if any.
+    pub(crate) fn stored(&self, slot: &Slot) -> Option<(Map<String, Value>, Value)> {
+        let m = lock(&self.memory);
+        let k = m.keyed.get(slot)?;
+        Some((k.args.clone(), k.result.clone()))
     }
 
     /// The server's clock in ms (the control API's when it can be read, else this machine's).

@@ -390,6 +390,37 @@ faults! {
     B1128Env3 = "b11-28-env3", "ENV-3", Seed, "MCP_INVALID_ARGUMENTS errors' text block carries the tool's whole descriptor pretty-printed, far over 4 KiB";
     B1129Pag3 = "b11-29-pag3", "PAG-3", Seed, "lists filtered by channel compute has_more before the filter: their last page carries a next_cursor, which leads to an empty page";
     B1130Lim6 = "b11-30-lim6", "LIM-6", Seed, "on protocol revision 2025-06-18 get_transcript never measures its output: a transcript over 128 KiB is served whole instead of MCP_OUTPUT_TOO_LARGE";
+    // Batch 12 (`batch12.rs`, on `common.rs`): opaque names (`b12-NN-<clause>`), surfaces, edges and wrong data mixed.
+    B1201Proto1 = "b12-01-proto1", "PROTO-1", Seed, "only POST /mcp is routed: an authenticated GET /mcp (Accept: text/event-stream) answers 404 with an HTML \"Cannot GET /mcp\" page, neither an event stream nor 405";
+    B1202Idem2 = "b12-02-idem2", "IDEM-2", Seed, "keyed calls are also deduplicated by their arguments for 24 h (a double-send guard): a new key with the same arguments as a call that ran (the same text to the same conversation) replays its result instead of running";
+    B1203Pag5 = "b12-03-pag5", "PAG-5", Seed, "cursors are decoded by a lenient base64 decoder that ignores the last character's unused bits: a cursor whose last character is changed within them is served as the original";
+    B1204Auth1 = "b12-04-auth1", "AUTH-1", Seed, "static content is served before the authentication middleware: prompts/list, prompts/get, resources/list, resources/templates/list and the contract's resources/read answer without a token instead of 401";
+    B1205Pre2 = "b12-05-pre2", "PRE-2", Seed, "update_order_status writes the order cache before the store's compare-and-set and keeps it when refused: after MCP_EXPECTED_STATE_MISMATCH, get_order and list_orders show the refused target";
+    B1206Lim1 = "b12-06-lim1", "LIM-1", Seed, "get_analytics measures the range between local midnights in Europe/Paris (floor of seconds / 86,400, plus one): a 367-day range from winter to summer time (2025-03-29..=2026-03-30) counts 366 and is served";
+    B1207Env5 = "b12-07-env5", "ENV-5", Seed, "MCP_TOOL_TIMEOUT says retryable: false (timeouts filed like a write's MCP_OUTCOME_UNKNOWN)";
+    B1208Auth5 = "b12-08-auth5", "AUTH-5", Seed, "list_conversations' first page with a channel filter reads the channel index, which has no restaurant column: that channel's conversations of every restaurant, the other tenant's included, are listed";
+    B1209Proto3 = "b12-09-proto3", "PROTO-3", Seed, "list_orders takes a status given as a single string (\"received\") for a one-item array, though its published schema says array";
+    B1210Idem5 = "b12-10-idem5", "IDEM-5", Seed, "the in-progress marker is keyed by OAuth client, tool and key, without the user: another user of the same client sending the same key while the first call runs gets MCP_OPERATION_IN_PROGRESS";
+    B1211Pag4 = "b12-11-pag4", "PAG-4", Seed, "list_restaurants' cursor keeps the page's last name (the console's sort) while pages come newest first: a page reached through a cursor drops every restaurant whose name sorts after it (a walk at limit 1 skips rst_large)";
+    B1212Lim7 = "b12-12-lim7", "LIM-7", Full, "create_organization and create_restaurant refuse a name of exactly 120 characters (the maximum checked with <)";
+    B1213Proto5 = "b12-13-proto5", "PROTO-5", Seed, "the Origin check runs for requests (with an id) only: a notification with a foreign Origin gets 202, not 403";
+    B1214Abs2 = "b12-14-abs2", "ABS-2", Seed, "accepting an order of a paused restaurant rejects it (the closed-shop rule): the answer and later reads show it rejected, and it can no longer be moved";
+    B1215Env2 = "b12-15-env2", "ENV-2", Full, "a request carrying its own x-request-id gets it back in the x-request-id header (the tracing middleware's), while the envelope has the server's request_id";
+    B1216Pre4 = "b12-16-pre4", "PRE-4", Seed, "set_restaurant_status takes no compare-and-set: of two racing pauses of one restaurant with the same expected_status, the loser is told it succeeded";
+    B1217Idem3 = "b12-17-idem3", "IDEM-3", Seed, "the fingerprint is compared when the result is stored, after the effect: the same key with other arguments is refused MCP_IDEMPOTENCY_MISMATCH, but the second effect happened (a second message or instruction)";
+    B1218Lim2 = "b12-18-lim2", "LIM-2", Seed, "keyed writes count twice against the write rate (the claim and the commit each hit the limiter): the 251st keyed call of a minute is refused MCP_RATE_LIMITED";
+    B1219Env1 = "b12-19-env1", "ENV-1", Seed, "update_order_status and set_restaurant_status successes carry no meta.replayed (set by the idempotency layer, which unkeyed writes skip)";
+    B1220Pag3 = "b12-20-pag3", "PAG-3", Seed, "list_instructions never gives a next_cursor (its query has a LIMIT and no look-ahead row): with limit 2 of rst_central's 5 instructions, the rest cannot be reached";
+    B1221Idem1 = "b12-21-idem1", "IDEM-1", Seed, "the idempotency_key's length is checked after trimming: a key of 8 to 255 characters with blanks around it, under 8 once trimmed, is refused MCP_INVALID_ARGUMENTS";
+    B1222Auth2 = "b12-22-auth2", "AUTH-2", Seed, "the token's audience is checked by the JSON-RPC handler: GET and DELETE /mcp with a token issued for another resource are answered as with a valid one (405), not 401";
+    B1223Pre1 = "b12-23-pre1", "PRE-1", Seed, "pausing a restaurant pauses every open restaurant of its organization (the console's pause-all): other restaurants change state without any expected_status";
+    B1224Proto4 = "b12-24-proto4", "PROTO-4", Seed, "get_analytics with granularity week or month writes period_start as a midnight timestamp (2026-01-01T00:00:00Z), off the output schema's date pattern; daily series keep dates";
+    B1225Sec2 = "b12-25-sec2", "SEC-2", Seed, "internal errors carry the developer console's debug metadata in the result's _meta (outside structuredContent): a database URL with its password, a SQL statement and a source path";
+    B1226Env7 = "b12-26-env7", "ENV-7", Full, "create_instruction answers the insert's RETURNING list, data.instruction with id, text and created_at only (no restaurant_id, no created_by); its published output schema says so";
+    B1227Pag8 = "b12-27-pag8", "PAG-8", Full, "get_conversation without message_limit returns 100 messages, the largest page, instead of 50";
+    B1228Lim7 = "b12-28-lim7", "LIM-7", Full, "the 1 MiB body limit lives in the tools/call handler: other requests over 1 MiB (a ping or initialize padded in _meta) are read whole and answered, not 413";
+    B1229Auth8 = "b12-29-auth8", "AUTH-8", Seed, "update_order_status runs the store's update before the tenant check: a caller with no membership in the restaurant's organization is refused MCP_RESOURCE_FORBIDDEN, but the order moved";
+    B1230Pre1 = "b12-30-pre1", "PRE-1", Seed, "on protocol revision 2025-06-18 update_order_status takes expected_status as optional (the older schema): without it the move runs against the store's status instead of MCP_INVALID_ARGUMENTS";
 }
 
 /// Clauses no rewrite of the wire can break: what the server writes to its own log or store.

@@ -17,8 +17,8 @@
 //! Here: the proxy, what it remembers and learns from answers, and the dispatch of the rewrites
 //! by the contract area of the fault's clause to one module per area (`protocol`, `envelope`,
 //! `pagination`, `limits`, `preconditions`, `idempotency`, `auth`, `absent`, `security`;
-//! `catalogue` rewrites tools/list; `batch4` to `batch11` hold the fourth to eleventh batches,
-//! `b4-` to `b11-` names, whatever their area; `common` holds the shapes batch 10 on shares). `faults` is the catalogue
+//! `catalogue` rewrites tools/list; `batch4` to `batch12` hold the fourth to twelfth batches,
+//! `b4-` to `b12-` names, whatever their area; `common` holds the shapes batch 10 on shares). `faults` is the catalogue
 //! of faults, `dataset` what the proxy reads of the published dataset, `wire` requests and
 //! answers as the proxy sees them.
 
@@ -26,6 +26,7 @@ mod absent;
 mod auth;
 mod batch10;
 mod batch11;
+mod batch12;
 mod batch4;
 mod batch5;
 mod batch6;
@@ -115,7 +116,8 @@ struct Proxy {
     control_secret: Option<String>,
 }
 
-fn lock(m: &Mutex<Memory>) -> std::sync::MutexGuard<'_, Memory> {
+/// A lock that outlives a panic of its last holder: the proxy's memory, or a batch's own state.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -342,6 +344,9 @@ impl Proxy {
         if self.fault.in_batch11() {
             return self.before_batch11(call).await;
         }
+        if self.fault.in_batch12() {
+            return self.before_batch12(call).await;
+        }
         match self.fault.area() {
             "PROTO" => self.before_protocol(call).await,
             "PAG" => self.before_pagination(call).await,
@@ -384,6 +389,9 @@ impl Proxy {
         }
         if self.fault.in_batch11() {
             return self.after_batch11(call, a).await;
+        }
+        if self.fault.in_batch12() {
+            return self.after_batch12(call, a).await;
         }
         match self.fault.area() {
             "PROTO" => self.after_protocol(call, a).await,
