@@ -17,7 +17,7 @@
 //! evidence for its clause. A read that fails (a refusal, no answer, a page the audit cannot
 //! read) makes the audit say why it did not run: never a pass.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chataigne_contract::Role;
 use chataigne_contract::dataset::Dataset;
@@ -33,18 +33,37 @@ use crate::schedule::{WriteOutcome, WriteSeen};
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Snapshot {
     pub records: BTreeMap<String, Record>,
+    /// The walks under one filter (`take` with filters: after the run, with nothing else
+    /// running): what each listed.
+    pub filtered: Vec<Filtered>,
 }
 
 /// One record as far as a write could change it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Record {
     pub kind: Kind,
     /// The status, and for a conversation its message count: empty for records with no state.
     pub state: String,
+    /// The restaurant (or organization) whose list it was read in.
+    pub within: String,
+    /// Its values of the members a list filters on (`status`, `channel`).
+    pub facets: Vec<(String, String)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A walk of a list under one filter: `tool` of `within` with `member` = `value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filtered {
+    pub tool: &'static str,
+    pub kind: Kind,
+    pub within: String,
+    pub member: &'static str,
+    pub value: String,
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Kind {
+    #[default]
     Organization,
     Restaurant,
     Order,
@@ -74,6 +93,9 @@ pub struct Note {
     pub difference: Option<String>,
 }
 
+/// The order states no tool may reach (ABS-2).
+const ABSENT_STATES: [&str; 2] = ["cancelled", "rejected"];
+
 /// Pages of one list read at most: far more than the dataset's lists hold; a list that never
 /// ends makes the audit stop and say so.
 const MAX_PAGES: usize = 200;
@@ -98,30 +120,97 @@ fn readers(ctx: &RunContext) -> Vec<(String, String)> {
     out
 }
 
-/// The lists the audit walks for one organization: (tool, arguments in dataset IDs, the data
-/// member holding the items, their kind).
-fn lists(dataset: &Dataset, org: &str) -> Vec<(&'static str, Value, &'static str, Kind)> {
+/// One list the audit walks: `tool` with `args` (dataset IDs), its items under `member`, of
+/// `kind`, read in `within`; `filter`: the member and value it is filtered on, if any.
+#[derive(Debug, Clone)]
+struct List {
+    tool: &'static str,
+    args: Value,
+    member: &'static str,
+    kind: Kind,
+    within: String,
+    filter: Option<(&'static str, String)>,
+}
+
+/// The members each list tool filters on, with every value the contract gives them.
+fn filters_of(tool: &str) -> Vec<(&'static str, &'static [&'static str])> {
+    use chataigne_contract::tools::{
+        CONVERSATION_CHANNELS, CONVERSATION_STATUSES, ORDER_CHANNELS, ORDER_STATUSES,
+    };
+    let of = |member: &'static str, values: &'static [&'static str]| (member, values);
+    match tool {
+        "list_orders" => vec![of("status", &ORDER_STATUSES), of("channel", &ORDER_CHANNELS)],
+        "list_conversations" => {
+            vec![of("status", &CONVERSATION_STATUSES), of("channel", &CONVERSATION_CHANNELS)]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The lists the audit walks for one organization; with `filters`, each restaurant list under
+/// each value of each member the server's published input schema lets it filter on.
+fn lists(ctx: &RunContext, org: &str, filters: bool) -> Vec<List> {
+    let list = |tool, args, member, kind, within: &str| List {
+        tool,
+        args,
+        member,
+        kind,
+        within: within.to_owned(),
+        filter: None,
+    };
     let mut out = vec![
-        ("list_organizations", json!({}), "organizations", Kind::Organization),
-        ("list_restaurants", json!({ "organization_id": org }), "restaurants", Kind::Restaurant),
+        list("list_organizations", json!({}), "organizations", Kind::Organization, ""),
+        list("list_restaurants", json!({ "organization_id": org }), "restaurants", Kind::Restaurant, org),
     ];
-    for r in dataset.restaurants.iter().filter(|r| r.organization_id == org) {
-        let rid = &r.id;
-        out.push(("list_orders", json!({ "restaurant_id": rid, "limit": 50 }), "orders", Kind::Order));
-        out.push((
-            "list_conversations",
-            json!({ "restaurant_id": rid, "limit": 50 }),
-            "conversations",
-            Kind::Conversation,
-        ));
-        out.push((
-            "list_instructions",
-            json!({ "restaurant_id": rid, "limit": 50 }),
-            "instructions",
-            Kind::Instruction,
-        ));
+    for r in ctx.dataset.restaurants.iter().filter(|r| r.organization_id == org) {
+        let args = json!({ "restaurant_id": r.id, "limit": 50 });
+        for (tool, member, kind) in [
+            ("list_orders", "orders", Kind::Order),
+            ("list_conversations", "conversations", Kind::Conversation),
+            ("list_instructions", "instructions", Kind::Instruction),
+        ] {
+            out.push(list(tool, args.clone(), member, kind, &r.id));
+            if !filters {
+                continue;
+            }
+            for (name, values) in filters_of(tool) {
+                for value in values {
+                    let Some(filtered) = with_filter(ctx, tool, &args, name, value) else { continue };
+                    out.push(List {
+                        filter: Some((name, (*value).to_owned())),
+                        ..list(tool, filtered, member, kind, &r.id)
+                    });
+                }
+            }
+        }
     }
     out
+}
+
+/// `args` with `member` = `value` in the shape the server's published input schema gives it (a
+/// string, or a list of one), if it publishes that filter and the arguments are valid against it.
+fn with_filter(ctx: &RunContext, tool: &str, args: &Value, member: &str, value: &str) -> Option<Value> {
+    let published =
+        ctx.published.tools.iter().find(|t| t.get("name").and_then(Value::as_str) == Some(tool))?;
+    let schema = published.pointer(&format!("/inputSchema/properties/{member}"))?;
+    let mut args = args.clone();
+    args[member] = if schema.get("type").and_then(Value::as_str) == Some("array") {
+        json!([value])
+    } else {
+        json!(value)
+    };
+    let valid = match ctx.published.input_validators.get(tool) {
+        Some(Ok(v)) => v.is_valid(&ctx.id_map.outbound(&args)),
+        _ => false,
+    };
+    valid.then_some(args)
+}
+
+fn facets_of(item: &Value) -> Vec<(String, String)> {
+    ["status", "channel"]
+        .iter()
+        .filter_map(|m| Some(((*m).to_owned(), item.get(*m)?.as_str()?.to_owned())))
+        .collect()
 }
 
 fn state_of(kind: Kind, item: &Value) -> String {
@@ -136,8 +225,9 @@ fn state_of(kind: Kind, item: &Value) -> String {
     }
 }
 
-/// Every record the owners can read now, or why they could not be read.
-pub async fn take(ctx: &RunContext) -> Result<Snapshot, String> {
+/// Every record the owners can read now, or why they could not be read; with `filters`, each
+/// list under each filter too (for [`filter_notes`]).
+pub async fn take(ctx: &RunContext, filters: bool) -> Result<Snapshot, String> {
     let readers = readers(ctx);
     if readers.is_empty() {
         return Err("no owner persona with a token and every read scope in the profile".to_owned());
@@ -149,14 +239,28 @@ pub async fn take(ctx: &RunContext) -> Result<Snapshot, String> {
         if !client.is_initialized() {
             return Err(format!("{persona} could not start a session: {}", ex.summary()));
         }
-        let lists = lists(&ctx.dataset, org);
+        let lists = lists(ctx, org, filters);
         for (copy, list) in client.fork(lists.len()).into_iter().zip(lists) {
-            walks.push(walk(ctx, copy, persona, list));
+            walks.push(async move {
+                let walked = walk(ctx, copy, persona, &list).await;
+                (list, walked)
+            });
         }
     }
     let mut snapshot = Snapshot::default();
-    for walked in futures::future::join_all(walks).await {
-        snapshot.records.extend(walked?);
+    for (list, walked) in futures::future::join_all(walks).await {
+        let walked = walked?;
+        match list.filter {
+            None => snapshot.records.extend(walked),
+            Some((member, value)) => snapshot.filtered.push(Filtered {
+                tool: list.tool,
+                kind: list.kind,
+                within: list.within,
+                member,
+                value,
+                ids: walked.into_iter().map(|(id, _)| id).collect(),
+            }),
+        }
     }
     Ok(snapshot)
 }
@@ -165,23 +269,31 @@ async fn walk(
     ctx: &RunContext,
     mut client: McpClient,
     persona: &str,
-    (tool, args, member, kind): (&'static str, Value, &'static str, Kind),
+    list: &List,
 ) -> Result<Vec<(String, Record)>, String> {
+    let List { tool, args, member, kind, within, .. } = list;
+    let (tool, member, kind) = (*tool, *member, *kind);
     let mut out = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
-        let mut page = ctx.id_map.outbound(&args);
+        let mut page = ctx.id_map.outbound(args);
         if let Some(c) = &cursor {
             page["cursor"] = json!(c);
         }
         let ex = client.call_tool(tool, page).await;
-        let unreadable = |why: &str| format!("{persona}'s {tool}({}) {why}: {}", shown(&args), ex.summary());
+        let unreadable = |why: &str| format!("{persona}'s {tool}({}) {why}: {}", shown(args), ex.summary());
         let data = success_data(&ex).ok_or_else(|| unreadable("was not a success"))?;
         let items = data.get(member).and_then(Value::as_array).ok_or_else(|| unreadable("has no list"))?;
         for item in items {
             let id =
                 item.get("id").and_then(Value::as_str).ok_or_else(|| unreadable("has an item without id"))?;
-            out.push((ctx.id_map.to_dataset(id), Record { kind, state: state_of(kind, item) }));
+            let record = Record {
+                kind,
+                state: state_of(kind, item),
+                within: within.clone(),
+                facets: facets_of(&ctx.id_map.inbound(item)),
+            };
+            out.push((ctx.id_map.to_dataset(id), record));
         }
         cursor = ex
             .structured()
@@ -193,7 +305,7 @@ async fn walk(
             return Ok(out);
         }
     }
-    Err(format!("{persona}'s {tool}({}) still had a next_cursor after {MAX_PAGES} pages", shown(&args)))
+    Err(format!("{persona}'s {tool}({}) still had a next_cursor after {MAX_PAGES} pages", shown(args)))
 }
 
 fn success_data(ex: &Exchange) -> Option<&Value> {
@@ -216,7 +328,7 @@ fn shown(args: &Value) -> String {
 pub fn from_dataset(dataset: &Dataset, orgs: &[String]) -> Snapshot {
     let mut records = BTreeMap::new();
     let mut put = |id: &str, kind, state: String| {
-        records.insert(id.to_owned(), Record { kind, state });
+        records.insert(id.to_owned(), Record { kind, state, ..Record::default() });
     };
     let orgs: Vec<&str> = orgs.iter().map(String::as_str).collect();
     let users: Vec<&str> = dataset
@@ -247,7 +359,7 @@ pub fn from_dataset(dataset: &Dataset, orgs: &[String]) -> Snapshot {
     for i in dataset.instructions.iter().filter(|i| restaurants.contains(&i.restaurant_id.as_str())) {
         put(&i.id, Kind::Instruction, String::new());
     }
-    Snapshot { records }
+    Snapshot { records, filtered: Vec::new() }
 }
 
 /// The organizations the audit reads (one per owner persona).
@@ -259,9 +371,9 @@ pub fn organizations(ctx: &RunContext) -> Vec<String> {
 /// (`RunContext::calls`), in the IDs they were sent with.
 pub fn against(ctx: &RunContext, expected: &Snapshot, now: &Snapshot) -> Vec<Note> {
     let reset = ctx.calls.last_data_reset();
-    compare(expected, now, |id, record| {
+    let mut notes = compare(expected, now, |id, record| {
         let sent = ctx.id_map.outbound(&json!(id)).as_str().unwrap_or(id).to_owned();
-        if !ctx.calls.touched(id) && !ctx.calls.touched(&sent) {
+        if !named(ctx, id) {
             return Expect::Unchanged;
         }
         // Over stdio each persona has a server of its own: the owner's reads show none of the
@@ -270,7 +382,71 @@ pub fn against(ctx: &RunContext, expected: &Snapshot, now: &Snapshot) -> Vec<Not
             return Expect::Unknown;
         }
         after_writes(&ctx.calls.writes_of(&sent), &sent, reset, &record.state)
-    })
+    });
+    notes.extend(filter_notes(now, |id| named(ctx, id)));
+    notes
+}
+
+/// Whether a write of the run named record `id` (dataset ID), in any form it was sent.
+fn named(ctx: &RunContext, id: &str) -> bool {
+    let sent = ctx.id_map.outbound(&json!(id));
+    ctx.calls.touched(id) || sent.as_str().is_some_and(|s| ctx.calls.touched(s))
+}
+
+/// Each list walked under a filter against the same list walked whole, both read at the same
+/// quiet moment (after the run): every record whose value of the member is the filter's is
+/// listed, once, and no other. A record the run wrote that a status filter misplaces is a read
+/// that does not show what the write set (PRE-2); any other difference is a filtered walk that
+/// does not yield its items (PAG-4). One note per filtered walk.
+pub fn filter_notes(now: &Snapshot, named: impl Fn(&str) -> bool) -> Vec<Note> {
+    let mut notes = Vec::new();
+    for f in &now.filtered {
+        let has = |r: &Record| r.facets.iter().any(|(m, v)| m == f.member && *v == f.value);
+        let want: BTreeSet<&str> = now
+            .records
+            .iter()
+            .filter(|(_, r)| r.kind == f.kind && r.within == f.within && has(r))
+            .map(|(id, _)| id.as_str())
+            .collect();
+        let got: BTreeSet<&str> = f.ids.iter().map(String::as_str).collect();
+        let missing: Vec<&str> = want.difference(&got).copied().collect();
+        let extra: Vec<&str> = got.difference(&want).copied().collect();
+        let repeated = f.ids.len() - got.len();
+        let wrong: Vec<&str> = missing.iter().chain(&extra).copied().collect();
+        // Another restaurant's record in this one's list: AUTH-5, whatever the filter.
+        let foreign = extra.iter().any(|id| now.records.get(*id).is_some_and(|r| r.within != f.within));
+        let clause = if foreign {
+            "AUTH-5"
+        } else if f.member == "status" && wrong.iter().any(|id| named(id)) {
+            "PRE-2"
+        } else {
+            "PAG-4"
+        };
+        let difference = (!wrong.is_empty() || repeated > 0).then(|| {
+            let shown = |ids: &[&str]| {
+                let mut s = ids.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+                if ids.len() > 5 {
+                    s.push_str(&format!(" and {} more", ids.len() - 5));
+                }
+                s
+            };
+            format!(
+                "{}({}, {} = {:?}) walked to its end lists {} of the {} {}s the same list unfiltered shows with that {}, read at the same moment (missing: [{}]; not theirs: [{}]; repeated: {repeated})",
+                f.tool,
+                f.within,
+                f.member,
+                f.value,
+                got.len() - extra.len(),
+                want.len(),
+                f.kind.name(),
+                f.member,
+                shown(&missing),
+                shown(&extra),
+            )
+        });
+        notes.push(Note { clause, difference });
+    }
+    notes
 }
 
 /// What a record must be now.
@@ -349,13 +525,13 @@ pub fn compare(expected: &Snapshot, now: &Snapshot, expect: impl Fn(&str, &Recor
                 let found = now.records.get(id).map(|r| r.state.as_str());
                 let clause =
                     refused_into.iter().find(|(t, _)| Some(t.as_str()) == found).map_or(clause, |(_, c)| c);
+                // No tool may reach a cancellation or a rejection, whatever was asked.
+                let clause = if found.is_some_and(|f| ABSENT_STATES.contains(&f)) { "ABS-2" } else { clause };
                 (state, clause, why)
             }
             Expect::Unchanged => {
                 let clause = match (was.kind, now.records.get(id)) {
-                    (Kind::Order, Some(is)) if ["cancelled", "rejected"].contains(&is.state.as_str()) => {
-                        "ABS-2"
-                    }
+                    (Kind::Order, Some(is)) if ABSENT_STATES.contains(&is.state.as_str()) => "ABS-2",
                     (Kind::Order | Kind::Restaurant, _) => "PRE-1",
                     _ => "ABS-2",
                 };

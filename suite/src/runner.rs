@@ -91,7 +91,7 @@ where
     let personas = Arc::new(crate::schedule::personas(&ctx.dataset));
     let rates = Arc::new(rate_phase(&source, &capabilities, &personas).await);
     // The audit's first look is taken before any scenario writes, beside the clock's move.
-    let (_, audit_start) = futures::join!(fresh_windows_at_start(&ctx), crate::audit::take(&ctx));
+    let (_, audit_start) = futures::join!(fresh_windows_at_start(&ctx), crate::audit::take(&ctx, false));
     let before_ctx = Arc::clone(&ctx);
     let after_ctx = Arc::clone(&ctx);
     let after_log = Rc::clone(&log);
@@ -367,7 +367,7 @@ async fn audit(
     } else {
         start
     };
-    let now = crate::audit::take(ctx).await.map_err(|e| format!("after the run: {e}"))?;
+    let now = crate::audit::take(ctx, true).await.map_err(|e| format!("after the run: {e}"))?;
     Ok(crate::audit::against(ctx, &expected, &now))
 }
 

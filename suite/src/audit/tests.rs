@@ -7,8 +7,11 @@ fn snap(records: &[(&str, Kind, &str)]) -> Snapshot {
     Snapshot {
         records: records
             .iter()
-            .map(|(id, kind, state)| ((*id).to_owned(), Record { kind: *kind, state: (*state).to_owned() }))
+            .map(|(id, kind, state)| {
+                ((*id).to_owned(), Record { kind: *kind, state: (*state).to_owned(), ..Record::default() })
+            })
             .collect(),
+        filtered: Vec::new(),
     }
 }
 
@@ -171,4 +174,62 @@ fn a_record_gone_after_a_write_is_abs2() {
         refused_into: Vec::new(),
     };
     assert_eq!(broken(&compare(&was, &now, expect))[0].0, "ABS-2");
+}
+
+fn order(id: &str, status: &str, channel: &str) -> (String, Record) {
+    let facets = vec![("status".to_owned(), status.to_owned()), ("channel".to_owned(), channel.to_owned())];
+    (
+        id.to_owned(),
+        Record { kind: Kind::Order, state: status.to_owned(), within: "rst_1".to_owned(), facets },
+    )
+}
+
+fn filtered(member: &'static str, value: &str, ids: &[&str]) -> super::Filtered {
+    super::Filtered {
+        tool: "list_orders",
+        kind: Kind::Order,
+        within: "rst_1".to_owned(),
+        member,
+        value: value.to_owned(),
+        ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+#[test]
+fn a_filtered_walk_lists_exactly_what_the_whole_walk_shows_with_that_value() {
+    let records = [
+        order("ord_1", "received", "web"),
+        order("ord_2", "accepted", "web"),
+        order("ord_3", "received", "app"),
+    ];
+    let now =
+        |filtered: Vec<super::Filtered>| Snapshot { records: records.iter().cloned().collect(), filtered };
+    let right = now(vec![
+        filtered("status", "received", &["ord_1", "ord_3"]),
+        filtered("channel", "web", &["ord_2", "ord_1"]),
+    ]);
+    let notes = super::filter_notes(&right, |_| false);
+    assert_eq!(notes.len(), 2, "one note per filtered walk");
+    assert!(broken(&notes).is_empty());
+
+    let lagging = now(vec![filtered("status", "received", &["ord_1", "ord_2", "ord_3"])]);
+    assert_eq!(
+        broken(&super::filter_notes(&lagging, |id| id == "ord_2"))[0].0,
+        "PRE-2",
+        "a written order misplaced"
+    );
+    assert_eq!(broken(&super::filter_notes(&lagging, |_| false))[0].0, "PAG-4");
+    let short = now(vec![filtered("channel", "web", &["ord_1"])]);
+    assert_eq!(broken(&super::filter_notes(&short, |_| true))[0].0, "PAG-4", "a channel is never a write's");
+    let mut sibling = now(vec![filtered("channel", "web", &["ord_1", "ord_2", "ord_9"])]);
+    let (id, mut other) = order("ord_9", "received", "web");
+    other.within = "rst_2".to_owned();
+    sibling.records.insert(id, other);
+    assert_eq!(
+        broken(&super::filter_notes(&sibling, |_| false))[0].0,
+        "AUTH-5",
+        "another restaurant's order"
+    );
+    let repeated = now(vec![filtered("channel", "app", &["ord_3", "ord_3"])]);
+    assert_eq!(broken(&super::filter_notes(&repeated, |_| false)).len(), 1);
 }

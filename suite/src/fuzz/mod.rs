@@ -219,7 +219,7 @@ fn audit_drawn(
     if ctx.control.is_none() || !ctx.oracle.is_on() {
         return Vec::new();
     }
-    let Ok(now) = runtime.block_on(crate::audit::take(ctx)) else { return Vec::new() };
+    let Ok(now) = runtime.block_on(crate::audit::take(ctx, true)) else { return Vec::new() };
     let expected = crate::audit::from_dataset(&ctx.dataset, &crate::audit::organizations(ctx));
     crate::audit::against(ctx, &expected, &now)
         .into_iter()
