@@ -47,6 +47,18 @@ Feature: Idempotency
       | 8      |
       | 255    |
 
+  # A space is a character: a key of 8 with a blank around it is 8 characters, whatever a
+  # reader that trims every string would count.
+  @IDEM-1
+  Scenario Outline: A key of 8 characters with a space <side> is accepted
+    When they call "create_instruction" with a key of 8 characters, a space <side>
+    Then the call succeeds
+
+    Examples:
+      | side  |
+      | first |
+      | last  |
+
   @IDEM-2
   Scenario: The same key and arguments replay the stored result, and act once
     When they create the instruction "Allergy check CANARY" in the busy restaurant with the key "idem2-CANARY"

@@ -79,6 +79,12 @@ Feature: Limits
     When they send a notification whose body is 1048577 bytes long
     Then the HTTP status is 413
 
+  # A limit placed in the tools/call handler lets any other message be read whole.
+  @LIM-7 @needs-http
+  Scenario: Every kind of message over 1 MiB is refused with HTTP 413
+    Given the persona "owner"
+    Then every kind of message of 1048577 bytes is refused with HTTP 413
+
   @LIM-7 @needs-http
   Scenario: A body on and past 1 MiB is held to the limit whether it states its length or is sent chunked
     # The edges are suite/src/edges.rs's BODY_EDGES: a server that checks only Content-Length

@@ -196,3 +196,11 @@ Feature: Pagination
   Scenario: A message_limit of 101 is refused, or gives at most 100 messages
     When they get the long conversation with message_limit 101
     Then the call is refused as invalid, or the page holds between 1 and 100 messages
+
+  # Every list at its smallest limits, not only the ones the walks above use: a cursor that
+  # keeps the wrong sort key, or a query without a look-ahead row, shows at one or two items a
+  # page. Each walk is filed under the clause it breaks.
+  @PAG-3 @PAG-4
+  Scenario: Every list walked one and two items at a time yields the whole list
+    Given the persona "owner"
+    Then every list walked one and two items at a time yields the whole list

@@ -195,6 +195,13 @@ Feature: Transport and protocol
       | http://localhost.attacker.example  |
       | null                               |
 
+  # Every message, not only the requests that want an answer: an Origin check placed in the
+  # request handler lets a page send notifications and responses.
+  @PROTO-5 @needs-http
+  Scenario: Every kind of message from a foreign web origin is refused
+    Given the persona "owner"
+    Then every kind of message from the web origin "https://attacker.example" is refused with HTTP 403
+
   # MCP validates the Origin of every incoming connection: the event stream's GET and a session's
   # DELETE too, whatever either would answer without one.
   @PROTO-5 @needs-http

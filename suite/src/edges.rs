@@ -229,7 +229,7 @@ pub fn calendar_edges() -> Vec<RangeEdge> {
     let y = leap_year();
     let leap_day = days_from_civil(y, 2, 29);
     let new_year = days_from_civil(y, 1, 1);
-    let plain = days_from_civil(y + 2, 1, 1);
+    let plain = days_from_civil(plain_year(), 1, 1);
     let mut out = Vec::new();
     let mut push = |from: i64, to: i64, why: &str| {
         let span = to - from + 1;
@@ -250,14 +250,30 @@ pub fn calendar_edges() -> Vec<RangeEdge> {
     push(leap_day + 1, leap_day, "`to` on 29 February, the day before `from`");
     push(days_from_civil(y, 5, 1), days_from_civil(y, 4, 30), "`to` a month's last day, before `from`");
     push(new_year, new_year - 1, "`to` the last day of the year before `from`");
+    // Across daylight-saving changes: a range measured between local midnights (the
+    // restaurants' time zone, Europe/Paris) is an hour short from winter to summer time and an
+    // hour long from summer to winter time; a bound counted in elapsed days then takes a day
+    // more, or one fewer.
+    let z = plain_year();
+    let spring = days_from_civil(z, 3, sunday(z, 3, 0)) - 1;
+    let autumn = days_from_civil(z, 10, sunday(z, 10, 0)) - 1;
+    push(spring, spring + n - 1, "the longest range from winter time into the next summer time");
+    push(spring, spring + n, "a day longer, from winter time into the next summer time");
+    push(autumn, autumn + n - 1, "the longest range from summer time into the next winter time");
+    push(autumn, autumn + n, "a day longer, from summer time into the next winter time");
     out.push(month_straddling_edge());
     out
+}
+
+/// A year two after the leap year: neither it nor the next holds a 29 February.
+fn plain_year() -> i64 {
+    leap_year() + 2
 }
 
 /// The longest range within the bound that starts in the middle of a month: it touches 13
 /// calendar months, which a bound counted in monthly buckets (12) refuses.
 pub fn month_straddling_edge() -> RangeEdge {
-    let from = days_from_civil(leap_year() + 2, 1, 15);
+    let from = days_from_civil(plain_year(), 1, 15);
     let to = from + MAX_RANGE_DAYS - 1;
     RangeEdge {
         from: format_date(from),

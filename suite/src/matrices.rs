@@ -755,7 +755,9 @@ fn first_type(prop: &Value) -> Option<&str> {
 fn wrong_type(prop: &Value) -> Value {
     match first_type(prop) {
         Some("integer" | "number") => json!("7"),
-        Some("array") => json!("x"),
+        // One valid item on its own, not in a list: a reader that wraps a scalar (as a query
+        // string parser does) serves it; a value outside the items' enum would be refused anyway.
+        Some("array") => prop.pointer("/items/enum/0").cloned().unwrap_or_else(|| json!("x")),
         Some("boolean") => json!("true"),
         Some("object") => json!([]),
         _ => {

@@ -244,10 +244,10 @@ pub const INTERNAL_MARKERS: &[&str] = &[
 /// SEC-2, `the error reveals none of these:`: the `markers` (lower case) the error object or the
 /// text blocks of the answer show, case-insensitively.
 pub fn leaks<'m>(ex: &Exchange, markers: &[&'m str]) -> Vec<&'m str> {
-    let error =
-        ex.structured().and_then(|s| s.pointer("/data/error")).map(Value::to_string).unwrap_or_default();
-    // A JSON-RPC error (a resource read, a prompt) carries its words in `message` and `data`.
-    let rpc = ex.rpc_error().map(Value::to_string).unwrap_or_default();
+    // The whole message, not only the error object and the texts: a client (and its logs) reads
+    // every member, `_meta` and `meta` included. A JSON-RPC error (a resource read, a prompt)
+    // carries its words in `message` and `data`.
+    let message = ex.message().map(Value::to_string).unwrap_or_default();
     // The HTTP headers too: a detail header is as readable as the body.
     let headers: Vec<String> =
         ex.response().into_iter().flat_map(|r| &r.headers).map(|(k, v)| format!("{k}: {v}")).collect();
@@ -255,9 +255,8 @@ pub fn leaks<'m>(ex: &Exchange, markers: &[&'m str]) -> Vec<&'m str> {
     // answer): the client reads it as it reads the answer.
     let others: Vec<String> =
         ex.response().into_iter().flat_map(|r| &r.others).map(Value::to_string).collect();
-    let seen =
-        format!("{error}\n{rpc}\n{}\n{}\n{}", ex.texts().join("\n"), headers.join("\n"), others.join("\n"))
-            .to_ascii_lowercase();
+    let seen = format!("{message}\n{}\n{}\n{}", ex.texts().join("\n"), headers.join("\n"), others.join("\n"))
+        .to_ascii_lowercase();
     markers.iter().copied().filter(|m| seen.contains(m)).collect()
 }
 
@@ -279,6 +278,20 @@ mod tests {
 
     fn refused(code: &str) -> Exchange {
         answer(json!({ "data": { "error": { "code": code } }, "meta": {} }))
+    }
+
+    #[test]
+    fn an_internal_error_leaks_through_any_member_of_the_answer() {
+        let message = json!({ "jsonrpc": "2.0", "id": 1, "result": {
+            "isError": true,
+            "structuredContent": { "data": { "error": { "code": "MCP_INTERNAL_ERROR" } }, "meta": {} },
+            "content": [{ "type": "text", "text": "Internal error." }],
+            "_meta": { "debug": { "sql": "SELECT * FROM orders", "at": "src/tools/orders.rs:42" } }
+        } });
+        let ex = Exchange::answered_for_test(Some(message));
+        assert_eq!(leaks(&ex, &["select", "src/", "traceback"]), ["select", "src/"]);
+        let clean = refused("MCP_INTERNAL_ERROR");
+        assert!(leaks(&clean, INTERNAL_MARKERS).is_empty(), "{:?}", leaks(&clean, INTERNAL_MARKERS));
     }
 
     #[test]

@@ -198,6 +198,23 @@ async fn keyed_len(w: &mut ConformanceWorld, tool: String, len: usize) -> anyhow
     w.call_tool(&tool, args).await.map(drop)
 }
 
+/// IDEM-1 counts characters, blanks among them: a key of `len` characters whose first or last
+/// is a space (a reader that trims every string measures one fewer).
+#[when(regex = r#"^they call "([a-z_]+)" with a key of (\d+) characters, a space (first|last)$"#)]
+async fn keyed_len_blank(
+    w: &mut ConformanceWorld,
+    tool: String,
+    len: usize,
+    side: String,
+) -> anyhow::Result<()> {
+    let mut args = keyed_args(w, &tool)?;
+    let body = key_of(w, len.saturating_sub(1));
+    let key = if side == "first" { format!(" {body}") } else { format!("{body} ") };
+    args["idempotency_key"] = json!(key);
+    w.dirty = true;
+    w.call_tool(&tool, args).await.map(drop)
+}
+
 #[when(regex = r#"^they call "([a-z_]+)" without a key$"#)]
 async fn keyed_none(w: &mut ConformanceWorld, tool: String) -> anyhow::Result<()> {
     let args = keyed_args(w, &tool)?;

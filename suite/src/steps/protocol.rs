@@ -281,6 +281,84 @@ async fn sized_notification(w: &mut ConformanceWorld, size: usize) -> anyhow::Re
     Ok(())
 }
 
+/// Every kind of message a client posts, each with a `_meta` (where MCP lets any message carry
+/// more) holding an empty `pad`: the requests of every method a server may serve, whether it
+/// serves it or not (a transport rule comes before dispatch), a notification, and a response to
+/// a server's request. (kind, body, the id of a request.)
+fn every_kind_of_message(mut take_id: impl FnMut() -> u64) -> Vec<(String, Value, Option<u64>)> {
+    let meta = json!({ "pad": "" });
+    let mut out = Vec::new();
+    for method in
+        ["initialize", "ping", "tools/list", "resources/list", "resources/templates/list", "prompts/list"]
+    {
+        let id = take_id();
+        let mut params = json!({ "_meta": meta });
+        if method == "initialize" {
+            params["protocolVersion"] = json!(crate::client::PROTOCOL_VERSION);
+            params["capabilities"] = json!({});
+            params["clientInfo"] = json!({ "name": "chataigne-conformance", "version": "0" });
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        out.push((format!("a {method} request"), body, Some(id)));
+    }
+    let note =
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized", "params": { "_meta": meta } });
+    out.push(("a notification".to_owned(), note, None));
+    let response = json!({ "jsonrpc": "2.0", "id": "chataigne-elicitation-1", "result": { "_meta": meta } });
+    out.push(("a response to a server's request".to_owned(), response, None));
+    out
+}
+
+/// LIM-7 and PROTO-5 on every kind of message (`every_kind_of_message`), each through the
+/// persona's session: `size` bytes of body (padded to it; 0: as small as it is), `extra` headers,
+/// and the status each must get. Every kind is sent; the first that differs is the failure's
+/// exchange, and every one that differs is named.
+async fn every_kind_refused(
+    w: &mut ConformanceWorld,
+    size: usize,
+    extra: &[(String, String)],
+    status: u16,
+    what: &str,
+) -> anyhow::Result<()> {
+    let client = w.client().await?;
+    let mut kinds = every_kind_of_message(|| client.take_id());
+    for (kind, body, _) in kinds.iter_mut().filter(|_| size > 0) {
+        let base = body.to_string().len();
+        let pad = size.checked_sub(base).ok_or_else(|| anyhow!("{kind} is at least {base} bytes"))?;
+        let meta = if body.get("result").is_some() { "/result/_meta/pad" } else { "/params/_meta/pad" };
+        if let Some(p) = body.pointer_mut(meta) {
+            *p = json!("x".repeat(pad));
+        }
+    }
+    let mut misses: Vec<(usize, String)> = Vec::new();
+    for (kind, body, id) in kinds {
+        let client = w.client().await?;
+        let ex = client.post_raw(body.to_string().into_bytes(), id, extra).await;
+        let ex = w.record(ex);
+        if let Err(miss) = rules::status_is(ex, status) {
+            misses.push((w.history.len() - 1, format!("{kind}: {} (expected {})", miss.got, miss.expected)));
+        }
+    }
+    let Some((first, _)) = misses.first() else { return Ok(()) };
+    let got = misses.iter().map(|(_, m)| format!("\n  - {m}")).collect::<String>();
+    Err(w.fail_about(w.history.get(*first), what, got))
+}
+
+/// LIM-7 on every kind of message, not only tools/call: a limit placed in one handler lets a
+/// ping or a notification of any size be read whole.
+#[then(expr = "every kind of message of {int} bytes is refused with HTTP 413")]
+async fn every_kind_too_large(w: &mut ConformanceWorld, size: usize) -> anyhow::Result<()> {
+    every_kind_refused(w, size, &[], 413, "every kind of message over 1 MiB refused with 413").await
+}
+
+/// PROTO-5 on every kind of message, not only requests with an id.
+#[then(expr = "every kind of message from the web origin {string} is refused with HTTP 403")]
+async fn every_kind_foreign_origin(w: &mut ConformanceWorld, origin: String) -> anyhow::Result<()> {
+    let extra = [("Origin".to_owned(), origin)];
+    every_kind_refused(w, 0, &extra, 403, "every kind of message from a foreign web origin refused with 403")
+        .await
+}
+
 /// LIM-7 on every framing (`crate::edges::BODY_EDGES`): a tools/call of exactly 1 MiB is read
 /// and a byte more is 413, sent with a Content-Length and sent chunked without one (a server
 /// that checks only the header serves the second). Never a 5xx. Every edge is sent; the first
