@@ -815,6 +815,20 @@ fn short_lists(w: &ConformanceWorld) -> Vec<(&'static str, Value, &'static str)>
     ]
 }
 
+/// A walk to make: tool, arguments (server IDs), the data member of its items, the limit.
+type Walked = (&'static str, Value, &'static str, Option<u64>);
+
+/// Every walk of `jobs` side by side, each on a copy of `client`'s session.
+async fn walk_all(
+    client: &mut crate::client::McpClient,
+    jobs: Vec<Walked>,
+) -> Vec<(Vec<String>, Vec<crate::client::Exchange>, Result<(), String>)> {
+    let copies = client.fork(jobs.len());
+    let walks =
+        jobs.into_iter().zip(copies).map(|((tool, args, key, limit), c)| walk_ids(c, tool, args, key, limit));
+    futures::future::join_all(walks).await
+}
+
 /// The IDs of every page of `tool(args)` at `limit` (`None`: one page at the largest limit),
 /// each page's exchange, and whether the walk ended on a full page without a cursor.
 async fn walk_ids(
@@ -861,28 +875,17 @@ async fn walk_ids(
 async fn short_walks(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let lists = short_lists(w);
     let outbound = |v: &Value| w.ctx().id_map.outbound(v);
-    let mut jobs = Vec::new();
-    for (tool, args, key) in &lists {
-        for limit in [None, Some(1), Some(2), None] {
-            jobs.push((*tool, outbound(args), *key, limit));
-        }
-    }
+    let jobs: Vec<Walked> = lists
+        .iter()
+        .flat_map(|(tool, args, key)| [Some(1), Some(2)].map(|limit| (*tool, outbound(args), *key, limit)))
+        .collect();
+    let whole: Vec<Walked> =
+        lists.iter().map(|(tool, args, key)| (*tool, outbound(args), *key, None)).collect();
     let client = w.client().await?;
-    let copies = client.fork(jobs.len());
     // The whole lists first, then the walks side by side, then the whole lists again.
-    let (before, walks): (Vec<_>, Vec<_>) =
-        jobs.into_iter().zip(copies).enumerate().partition(|(i, _)| i % 4 == 0);
-    let (after, walks): (Vec<_>, Vec<_>) = walks.into_iter().partition(|(i, _)| i % 4 == 3);
-    let run =
-        |part: Vec<(usize, ((&'static str, Value, &'static str, Option<u64>), crate::client::McpClient))>| {
-            futures::future::join_all(
-                part.into_iter()
-                    .map(|(_, ((tool, args, key, limit), c))| walk_ids(c, tool, args, key, limit)),
-            )
-        };
-    let before = run(before).await;
-    let walks = run(walks).await;
-    let after = run(after).await;
+    let before = walk_all(client, whole.clone()).await;
+    let walks = walk_all(client, jobs).await;
+    let after = walk_all(client, whole).await;
     // Each walk is evidence for PAG-3 and PAG-4, and a difference a finding under the one it
     // breaks (the judge's tally), with the request_id of its last page.
     for (n, (tool, _, _)) in lists.iter().enumerate() {
@@ -904,7 +907,8 @@ async fn short_walks(w: &mut ConformanceWorld) -> anyhow::Result<()> {
                 Ok(()) if missed.is_empty() && invented.is_empty() && repeated == 0 => None,
                 Ok(()) => {
                     // Stopped early on a full page with no cursor: the cursor was due (PAG-3).
-                    let full_stop = !missed.is_empty() && !ids.is_empty() && ids.len() as u64 % limit == 0;
+                    let full_stop =
+                        !missed.is_empty() && !ids.is_empty() && (ids.len() as u64).is_multiple_of(limit);
                     let clause =
                         if full_stop && invented.is_empty() && repeated == 0 { "PAG-3" } else { "PAG-4" };
                     let shown: Vec<&str> = missed.iter().take(3).map(|s| s.as_str()).collect();
