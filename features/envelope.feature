@@ -63,6 +63,15 @@ Feature: The response envelope
     And they list the orders of the busy restaurant with limit 0
     Then every answer carries its request_id in the x-request-id header
 
+  # The header is the server's request_id, whatever the request carried: a tracing layer that
+  # keeps the caller's x-request-id answers with an ID the envelope does not have.
+  @ENV-2 @needs-http
+  Scenario: A request that brings an x-request-id of its own is answered with the server's
+    Given the persona "owner"
+    When they call "list_organizations" in their session with the header "X-Request-Id" set to "req_ChosenByTheClient000001"
+    Then the call succeeds
+    And every answer carries its request_id in the x-request-id header
+
   @ENV-3
   Scenario: Summaries stay under 4 KiB and structured outputs under 128 KiB, even for big answers
     When they list the orders of the large orders restaurant with limit 50

@@ -206,6 +206,18 @@ Feature: Idempotency
     And the answer is not a replay
     And the busy restaurant has exactly 2 instructions "User CANARY"
 
+  # Independent while the first call still runs too: an in-progress marker keyed without the
+  # user (or the client) refuses the other one MCP_OPERATION_IN_PROGRESS.
+  @IDEM-5 @needs-shared-state
+  Scenario Outline: The same key from <who> at the same moment is another key
+    When "owner" and "<other>" create the instruction "At once <other> CANARY" in the busy restaurant with the key "idem5-once-<other>-CANARY" at once
+    Then every call succeeded, and none is a replay
+
+    Examples:
+      | who                  | other               |
+      | another user         | manager             |
+      | another OAuth client | owner_second_client |
+
   # Keys are strings: one that differs from another only in case is another key (a store that
   # compares them case-insensitively takes it for the first and refuses the other arguments).
   @IDEM-3

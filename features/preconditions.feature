@@ -110,6 +110,16 @@ Feature: Optimistic preconditions
     Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
     And the order is "accepted"
 
+  # Every state a precondition guards, not only orders: a restaurant status written without a
+  # compare-and-set tells both racers they won. The restaurant is the scenario's own.
+  @PRE-4 @needs-shared-state
+  Scenario: Two operators racing on the same restaurant: exactly one wins
+    Given the persona "owner"
+    When they create the restaurant "Race CANARY" in the home organization with the key "pre4-race-CANARY"
+    Then the call succeeds
+    When "owner" and "manager" both set the restaurant they created to its other status at once
+    Then exactly one of the two calls succeeded, and the other failed with "MCP_EXPECTED_STATE_MISMATCH" or "ORDER_STATUS_PRECONDITION_FAILED"
+
   @PRE-4 @needs-control-faults
   Scenario: Two operators racing while the server is slow: the state is compared again at the effect
     Given a fresh server state

@@ -28,6 +28,8 @@ pub struct ConformanceWorld {
     clients: HashMap<String, McpClient>,
     /// Every exchange of the scenario, in order; the last one is what `Then` steps look at.
     pub history: Vec<Exchange>,
+    /// How many calls the last `concurrently` sent at once (the last ones of `history`).
+    pub last_concurrent: usize,
     /// What the judge (`crate::judge`) found on every exchange of the scenario, and how many
     /// exchanges each clause's rules judged (evidence).
     pub tally: crate::judge::Tally,
@@ -450,6 +452,7 @@ impl ConformanceWorld {
     /// the order given (the last one is then what `Then` steps look at).
     pub async fn concurrently(&mut self, calls: Vec<Concurrent>) -> anyhow::Result<()> {
         self.check_deadline()?;
+        self.last_concurrent = calls.len();
         let mut fresh = Vec::new();
         for call in &calls {
             let client = self

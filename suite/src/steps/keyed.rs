@@ -248,6 +248,56 @@ async fn identical_at_once(
     w.concurrently(calls).await
 }
 
+/// IDEM-5 while the first call runs: the same key and arguments from two personas (another user,
+/// or another OAuth client) at once, each through its own session; [`PAIRS`] such pairs at once,
+/// each with a key of its own, so that at least one pair overlaps on the server however fast it
+/// answers. An in-progress marker scoped more widely than the key refuses one of a pair.
+#[when(
+    expr = "{snake} and {snake} create the instruction {quoted} in {target} with the key {quoted} at once"
+)]
+async fn two_personas_at_once(
+    w: &mut ConformanceWorld,
+    a: super::params::Snake,
+    b: super::params::Snake,
+    text: Quoted,
+    target: Target,
+    key: Quoted,
+) -> anyhow::Result<()> {
+    const PAIRS: usize = 4;
+    let (a, b) = (String::from(a), String::from(b));
+    w.dirty = true;
+    let mut calls = Vec::new();
+    for i in 0..PAIRS {
+        let args = instruction_args(w, &target, &format!("{} {i}", &*text), &format!("{}-{i}", &*key))?;
+        for persona in [&a, &b] {
+            calls.push(Concurrent {
+                persona: persona.clone(),
+                tool: "create_instruction".to_owned(),
+                args: args.clone(),
+                delay_ms: 0,
+            });
+        }
+    }
+    w.concurrently(calls).await
+}
+
+/// Every call of the last calls at once succeeded, and none is a replay.
+#[then("every call succeeded, and none is a replay")]
+async fn all_ran(w: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let n = w.last_concurrent;
+    let calls: Vec<_> = w.tool_calls().collect();
+    let at_once = &calls[calls.len().saturating_sub(n)..];
+    let ran = |ex: &&crate::client::Exchange| {
+        !ex.is_error()
+            && ex.structured().and_then(|s| s.pointer("/meta/replayed")).and_then(Value::as_bool)
+                != Some(true)
+            && ex.structured().and_then(|s| s.get("data")).is_some()
+    };
+    let Some(bad) = at_once.iter().find(|ex| !ran(ex)) else { return Ok(()) };
+    let got = bad.summary();
+    Err(w.fail_about(Some(bad), format!("{n} successes, none a replay"), got))
+}
+
 /// IDEM-4 for a record of no restaurant: identical organization creations at once (a claim that
 /// locks a restaurant's row has nothing to lock here).
 #[when(expr = "{count} identical calls create the organization {quoted} with the key {quoted} at once")]

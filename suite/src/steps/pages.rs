@@ -816,7 +816,7 @@ fn short_lists(w: &ConformanceWorld) -> Vec<(&'static str, Value, &'static str)>
 }
 
 /// A walk to make: tool, arguments (server IDs), the data member of its items, the limit.
-type Walked = (&'static str, Value, &'static str, Option<u64>);
+type Walked = (&'static str, Value, &'static str, u64);
 
 /// Every walk of `jobs` side by side, each on a copy of `client`'s session.
 async fn walk_all(
@@ -829,20 +829,20 @@ async fn walk_all(
     futures::future::join_all(walks).await
 }
 
-/// The IDs of every page of `tool(args)` at `limit` (`None`: one page at the largest limit),
-/// each page's exchange, and whether the walk ended on a full page without a cursor.
+/// The IDs of every page of `tool(args)` at `limit`, each page's exchange, and whether every page
+/// was read.
 async fn walk_ids(
     mut client: crate::client::McpClient,
     tool: &'static str,
     args: Value,
     key: &'static str,
-    limit: Option<u64>,
+    limit: u64,
 ) -> (Vec<String>, Vec<crate::client::Exchange>, Result<(), String>) {
     let (mut ids, mut exchanges) = (Vec::new(), Vec::new());
     let mut cursor: Option<String> = None;
     for _ in 0..200 {
         let mut page = args.clone();
-        page["limit"] = serde_json::json!(limit.unwrap_or(chataigne_contract::MAX_LIMIT as u64));
+        page["limit"] = serde_json::json!(limit);
         if let Some(c) = &cursor {
             page["cursor"] = serde_json::json!(c);
         }
@@ -859,7 +859,7 @@ async fn walk_ids(
             .and_then(Value::as_str)
             .filter(|c| !c.is_empty())
             .map(str::to_owned);
-        if limit.is_none() || cursor.is_none() {
+        if cursor.is_none() {
             return (ids, exchanges, Ok(()));
         }
     }
@@ -877,10 +877,12 @@ async fn short_walks(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     let outbound = |v: &Value| w.ctx().id_map.outbound(v);
     let jobs: Vec<Walked> = lists
         .iter()
-        .flat_map(|(tool, args, key)| [Some(1), Some(2)].map(|limit| (*tool, outbound(args), *key, limit)))
+        .flat_map(|(tool, args, key)| [1, 2].map(|limit| (*tool, outbound(args), *key, limit)))
         .collect();
+    // Whole: every page at the largest limit (a list others add to may outgrow one page).
+    let largest = chataigne_contract::MAX_LIMIT as u64;
     let whole: Vec<Walked> =
-        lists.iter().map(|(tool, args, key)| (*tool, outbound(args), *key, None)).collect();
+        lists.iter().map(|(tool, args, key)| (*tool, outbound(args), *key, largest)).collect();
     let client = w.client().await?;
     // The whole lists first, then the walks side by side, then the whole lists again.
     let before = walk_all(client, whole.clone()).await;
@@ -889,10 +891,12 @@ async fn short_walks(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     // Each walk is evidence for PAG-3 and PAG-4, and a difference a finding under the one it
     // breaks (the judge's tally), with the request_id of its last page.
     for (n, (tool, _, _)) in lists.iter().enumerate() {
-        let (was, _, _) = &before[n];
-        let (is, _, _) = &after[n];
+        let (was, _, read_before) = &before[n];
+        let (is, _, read_after) = &after[n];
         for (k, limit) in [1u64, 2].into_iter().enumerate() {
             let (ids, exchanges, outcome) = &walks[2 * n + k];
+            // The whole list unread is no list to hold the walk to: not a pass.
+            let outcome = &read_before.clone().and(read_after.clone()).and(outcome.clone());
             for ex in exchanges {
                 w.record(ex.clone());
             }
@@ -906,11 +910,11 @@ async fn short_walks(w: &mut ConformanceWorld) -> anyhow::Result<()> {
                 Err(e) => Some(("PAG-4", e.clone())),
                 Ok(()) if missed.is_empty() && invented.is_empty() && repeated == 0 => None,
                 Ok(()) => {
-                    // Stopped early on a full page with no cursor: the cursor was due (PAG-3).
-                    let full_stop =
-                        !missed.is_empty() && !ids.is_empty() && (ids.len() as u64).is_multiple_of(limit);
-                    let clause =
-                        if full_stop && invented.is_empty() && repeated == 0 { "PAG-3" } else { "PAG-4" };
+                    // Stopped after the list's first items, in its order, on a full page with no
+                    // cursor: the cursor was due (PAG-3). Anything else is the walk's (PAG-4).
+                    let prefix = !ids.is_empty() && was.len() > ids.len() && ids[..] == was[..ids.len()];
+                    let full_stop = prefix && (ids.len() as u64).is_multiple_of(limit);
+                    let clause = if full_stop { "PAG-3" } else { "PAG-4" };
                     let shown: Vec<&str> = missed.iter().take(3).map(|s| s.as_str()).collect();
                     Some((
                         clause,

@@ -151,7 +151,85 @@ async fn change_created(w: &mut ConformanceWorld) -> anyhow::Result<()> {
     w.saved.insert(CHANGED_TO.to_owned(), other.to_owned());
     let args = json!({ "restaurant_id": id, "status": other, "expected_status": seen });
     w.dirty = true;
-    w.call_tool("set_restaurant_status", args).await.map(drop)
+    // The organization's other restaurants before and after: a change of one restaurant's
+    // status that reaches another (a "pause all") changes a state no call named (PRE-1).
+    let before = organization_statuses(w).await?;
+    w.call_tool("set_restaurant_status", args).await?;
+    let after = organization_statuses(w).await?;
+    // The change stays the last exchange, for the steps that judge it.
+    let n = w.history.len();
+    w.history.swap(n - 1, n - 2);
+    // Only restaurants both pages list (a server many runs wrote to may list the dataset's past
+    // the first page).
+    for (rid, was) in before.iter().filter(|(rid, _)| **rid != id) {
+        let Some(is) = after.get(rid) else { continue };
+        let broken = (is != was).then(|| {
+            format!("setting {id} to \"{other}\" left {rid} \"{is}\", \"{was}\" before: a state no call named changed")
+        });
+        w.tally.note("PRE-1", crate::judge::RuleLevel::Seed, broken);
+    }
+    Ok(())
+}
+
+/// PRE-4 on a restaurant: two personas set the restaurant the last success created to its other
+/// status at once, both saying what its creation showed. The restaurant is the scenario's own, so
+/// no other scenario sees it move.
+#[when(expr = "{snake} and {snake} both set the restaurant they created to its other status at once")]
+async fn race_created(
+    w: &mut ConformanceWorld,
+    a: super::params::Snake,
+    b: super::params::Snake,
+) -> anyhow::Result<()> {
+    let created = w.success()?;
+    let id = w
+        .field(&created.data, "/restaurant/id")?
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| w.blocked("/restaurant/id"))?;
+    let seen = w
+        .field(&created.data, "/restaurant/status")?
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| w.blocked("/restaurant/status"))?;
+    let other = if seen == "open" { "paused" } else { "open" };
+    let args = json!({ "restaurant_id": id, "status": other, "expected_status": seen });
+    w.dirty = true;
+    let calls = [a, b]
+        .into_iter()
+        .map(|persona| crate::world::Concurrent {
+            persona: persona.into(),
+            tool: "set_restaurant_status".to_owned(),
+            args: args.clone(),
+            delay_ms: 0,
+        })
+        .collect();
+    w.concurrently(calls).await
+}
+
+/// The status of each of the dataset's restaurants of the home organization, as its list shows
+/// them now.
+async fn organization_statuses(
+    w: &mut ConformanceWorld,
+) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let org = w.dataset().landmarks.home_organization.clone();
+    let ours: Vec<String> =
+        w.dataset().restaurants.iter().filter(|r| r.organization_id == org).map(|r| r.id.clone()).collect();
+    let args =
+        json!({ "organization_id": w.ctx().id_map.to_server(&org), "limit": chataigne_contract::MAX_LIMIT });
+    let ex = w.call_tool("list_restaurants", args).await?;
+    let items = ex
+        .structured()
+        .and_then(|s| s.pointer("/data/restaurants"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let inbound = |v: &Value| w.ctx().id_map.inbound(v);
+    Ok(items
+        .iter()
+        .map(inbound)
+        .filter_map(|r| Some((r.get("id")?.as_str()?.to_owned(), r.get("status")?.as_str()?.to_owned())))
+        .filter(|(rid, _)| ours.contains(rid))
+        .collect())
 }
 
 /// Every restaurant template the server advertises, in a fresh session of the persona (kept
