@@ -21,8 +21,9 @@ Feature: Optimistic preconditions
     Then the call fails with "MCP_INVALID_ARGUMENTS"
 
   # Right after a move, the state its answer showed is current: the next move naming it succeeds
-  # (a precondition read from a lagging replica refuses it).
-  @PRE-2
+  # (a precondition read from a lagging replica refuses it). PRE-1's other side too: a move that
+  # names the state seen is served, and changes that order alone (the run's audit).
+  @PRE-1 @PRE-2
   Scenario: A move from the state the caller saw succeeds, and so does the next one at once
     When they ask to move an order of the busy restaurant from "received" to "accepted"
     Then the call succeeds

@@ -19,7 +19,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chataigne_contract::Role;
 use chataigne_contract::dataset::Dataset;
 use serde_json::{Value, json};
 
@@ -58,6 +57,8 @@ pub struct Filtered {
     pub within: String,
     pub member: &'static str,
     pub value: String,
+    /// The arguments of its first page (dataset IDs).
+    pub args: Value,
     pub ids: Vec<String>,
 }
 
@@ -86,11 +87,24 @@ impl Kind {
 /// How a finding of the audit starts (the report's detail, and `fuzz`'s).
 pub const FINDING: &str = "audit of untouched records";
 
-/// A comparison of one record: its clause, and the difference if any.
+/// A comparison of one record: its clause, the difference if any, and the read that shows it
+/// (a tool and its arguments, dataset IDs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Note {
     pub clause: &'static str,
     pub difference: Option<String>,
+    pub read: Option<(&'static str, Value)>,
+}
+
+/// The read that shows record `id` of `kind` read in `within`.
+fn read_of(kind: Kind, id: &str, within: &str) -> Option<(&'static str, Value)> {
+    match kind {
+        Kind::Order => Some(("get_order", json!({ "restaurant_id": within, "order_id": id }))),
+        Kind::Restaurant => Some(("get_restaurant", json!({ "restaurant_id": id }))),
+        Kind::Conversation => Some(("list_conversations", json!({ "restaurant_id": within }))),
+        Kind::Instruction => Some(("list_instructions", json!({ "restaurant_id": within }))),
+        Kind::Organization => Some(("list_organizations", json!({}))),
+    }
 }
 
 /// The order states no tool may reach (ABS-2).
@@ -100,21 +114,44 @@ const ABSENT_STATES: [&str; 2] = ["cancelled", "rejected"];
 /// ends makes the audit stop and say so.
 const MAX_PAGES: usize = 200;
 
-/// Each organization's owner persona (not revoked, the server's own audience, every read scope
-/// the audit needs, a token in the profile), with the organization.
-fn readers(ctx: &RunContext) -> Vec<(String, String)> {
-    const SCOPES: [&str; 4] = ["organizations:read", "restaurants:read", "orders:read", "conversations:read"];
+/// Who reads an organization for the audit: a persona, its user, the organization.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reader {
+    pub persona: String,
+    pub user: String,
+    pub organization: String,
+}
+
+/// For each organization, the member persona with the lowest role that reads all of it (not
+/// revoked, no restaurant list, the server's own audience, every read scope the audit needs, a
+/// token in the profile): the audit's reads then count against the pair the scenarios use least,
+/// and a rerun at once finds its windows as free as the first run did.
+pub fn readers(ctx: &RunContext) -> Vec<Reader> {
+    const SCOPES: [&str; 5] =
+        ["organizations:read", "restaurants:read", "orders:read", "conversations:read", "instructions:read"];
     let data = &ctx.dataset;
     let mut out = Vec::new();
-    for m in data.memberships.iter().filter(|m| m.role == Role::Owner && !m.revoked) {
-        let persona = data.personas.iter().find(|p| {
-            p.user_id == m.user_id
-                && p.audience.is_none()
-                && SCOPES.iter().chain(["instructions:read"].iter()).all(|s| p.scopes.iter().any(|h| h == s))
-                && ctx.profile.tokens.contains_key(&p.persona)
+    for org in &data.organizations {
+        let mut members: Vec<_> = data
+            .memberships
+            .iter()
+            .filter(|m| m.organization_id == org.id && !m.revoked && m.restaurant_ids.is_none())
+            .collect();
+        members.sort_by_key(|m| m.role);
+        let found = members.iter().find_map(|m| {
+            data.personas.iter().find(|p| {
+                p.user_id == m.user_id
+                    && p.audience.is_none()
+                    && SCOPES.iter().all(|s| p.scopes.iter().any(|h| h == s))
+                    && ctx.profile.tokens.contains_key(&p.persona)
+            })
         });
-        if let Some(p) = persona {
-            out.push((p.persona.clone(), m.organization_id.clone()));
+        if let Some(p) = found {
+            out.push(Reader {
+                persona: p.persona.clone(),
+                user: p.user_id.clone(),
+                organization: org.id.clone(),
+            });
         }
     }
     out
@@ -230,10 +267,10 @@ fn state_of(kind: Kind, item: &Value) -> String {
 pub async fn take(ctx: &RunContext, filters: bool) -> Result<Snapshot, String> {
     let readers = readers(ctx);
     if readers.is_empty() {
-        return Err("no owner persona with a token and every read scope in the profile".to_owned());
+        return Err("no member persona with a token and every read scope in the profile".to_owned());
     }
     let mut walks = Vec::new();
-    for (persona, org) in &readers {
+    for Reader { persona, organization: org, .. } in &readers {
         let Some(mut client) = ctx.client(persona) else { continue };
         let ex = client.initialize().await;
         if !client.is_initialized() {
@@ -258,6 +295,7 @@ pub async fn take(ctx: &RunContext, filters: bool) -> Result<Snapshot, String> {
                 within: list.within,
                 member,
                 value,
+                args: list.args,
                 ids: walked.into_iter().map(|(id, _)| id).collect(),
             }),
         }
@@ -323,20 +361,14 @@ fn shown(args: &Value) -> String {
         .to_owned()
 }
 
-/// What the published dataset says the audit reads of organizations `orgs`: what a reset
-/// restores.
-pub fn from_dataset(dataset: &Dataset, orgs: &[String]) -> Snapshot {
+/// What the published dataset says `readers` read: what a reset restores.
+pub fn from_dataset(dataset: &Dataset, readers: &[Reader]) -> Snapshot {
     let mut records = BTreeMap::new();
     let mut put = |id: &str, kind, state: String| {
         records.insert(id.to_owned(), Record { kind, state, ..Record::default() });
     };
-    let orgs: Vec<&str> = orgs.iter().map(String::as_str).collect();
-    let users: Vec<&str> = dataset
-        .memberships
-        .iter()
-        .filter(|m| m.role == Role::Owner && !m.revoked && orgs.contains(&m.organization_id.as_str()))
-        .map(|m| m.user_id.as_str())
-        .collect();
+    let orgs: Vec<&str> = readers.iter().map(|r| r.organization.as_str()).collect();
+    let users: Vec<&str> = readers.iter().map(|r| r.user.as_str()).collect();
     for m in dataset.memberships.iter().filter(|m| users.contains(&m.user_id.as_str()) && !m.revoked) {
         put(&m.organization_id, Kind::Organization, String::new());
     }
@@ -360,11 +392,6 @@ pub fn from_dataset(dataset: &Dataset, orgs: &[String]) -> Snapshot {
         put(&i.id, Kind::Instruction, String::new());
     }
     Snapshot { records, filtered: Vec::new() }
-}
-
-/// The organizations the audit reads (one per owner persona).
-pub fn organizations(ctx: &RunContext) -> Vec<String> {
-    readers(ctx).into_iter().map(|(_, org)| org).collect()
 }
 
 /// [`compare`] against what the run's writes named and what their answers said
@@ -444,7 +471,7 @@ pub fn filter_notes(now: &Snapshot, named: impl Fn(&str) -> bool) -> Vec<Note> {
                 shown(&extra),
             )
         });
-        notes.push(Note { clause, difference });
+        notes.push(Note { clause, difference, read: Some((f.tool, f.args.clone())) });
     }
     notes
 }
@@ -538,16 +565,19 @@ pub fn compare(expected: &Snapshot, now: &Snapshot, expect: impl Fn(&str, &Recor
                 (was.state.clone(), clause, "no write of the run named it".to_owned())
             }
         };
+        let within = now.records.get(id).map_or(was.within.as_str(), |r| r.within.as_str());
+        let read = read_of(was.kind, id, within);
         let Some(is) = now.records.get(id) else {
             notes.push(Note {
                 clause: "ABS-2",
                 difference: Some(format!("{kind} {id} is gone ({why}): no tool may delete a record")),
+                read,
             });
             continue;
         };
         let difference =
             (is.state != want).then(|| format!("{kind} {id} is \"{}\", not \"{want}\": {why}", is.state));
-        notes.push(Note { clause, difference });
+        notes.push(Note { clause, difference, read });
     }
     notes
 }

@@ -363,7 +363,7 @@ async fn audit(
         if let Some(why) = &ctx.oracle.not_run {
             return Err(format!("the control API reset the data during the run, and {why}"));
         }
-        crate::audit::from_dataset(&ctx.dataset, &crate::audit::organizations(ctx))
+        crate::audit::from_dataset(&ctx.dataset, &crate::audit::readers(ctx))
     } else {
         start
     };

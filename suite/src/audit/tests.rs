@@ -74,7 +74,12 @@ fn records_created_during_the_run_are_not_expected() {
 fn the_dataset_gives_every_record_of_the_owners_organizations_and_no_other() {
     let dataset = crate::context::load_dataset(None).expect("the built-in dataset");
     let home = dataset.landmarks.home_organization.clone();
-    let expected = from_dataset(&dataset, std::slice::from_ref(&home));
+    let reader = super::Reader {
+        persona: "viewer".to_owned(),
+        user: "usr_viewer".to_owned(),
+        organization: home.clone(),
+    };
+    let expected = from_dataset(&dataset, &[reader]);
     let restaurants: Vec<&str> =
         dataset.restaurants.iter().filter(|r| r.organization_id == home).map(|r| r.id.as_str()).collect();
     let orders = dataset.orders.iter().filter(|o| restaurants.contains(&o.restaurant_id.as_str())).count();
@@ -191,6 +196,7 @@ fn filtered(member: &'static str, value: &str, ids: &[&str]) -> super::Filtered 
         within: "rst_1".to_owned(),
         member,
         value: value.to_owned(),
+        args: serde_json::json!({ "restaurant_id": "rst_1", member: [value] }),
         ids: ids.iter().map(|s| (*s).to_owned()).collect(),
     }
 }

@@ -220,10 +220,27 @@ fn audit_drawn(
         return Vec::new();
     }
     let Ok(now) = runtime.block_on(crate::audit::take(ctx, true)) else { return Vec::new() };
-    let expected = crate::audit::from_dataset(&ctx.dataset, &crate::audit::organizations(ctx));
+    let expected = crate::audit::from_dataset(&ctx.dataset, &crate::audit::readers(ctx));
+    let target =
+        report::Target { endpoint: &ctx.endpoint, stdio: ctx.stdio.is_some(), protocol_version: None, seed };
     crate::audit::against(ctx, &expected, &now)
         .into_iter()
-        .filter_map(|n| Some(scenarios::of_audit(n.clause, &n.difference?, seed, secrets)))
+        .filter_map(|n| {
+            let difference = n.difference?;
+            // The read that shows the record as it is now: the finding's request and curl line.
+            let (tool, args) = n.read.unwrap_or(("list_organizations", serde_json::json!({})));
+            let args = ctx.id_map.outbound(&args);
+            let request = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                              "params": { "name": tool, "arguments": args } });
+            let reproduction = report::curl(&target, &request);
+            Some(scenarios::of_audit(
+                n.clause,
+                &difference,
+                (tool, args, request, reproduction),
+                seed,
+                secrets,
+            ))
+        })
         .collect()
 }
 

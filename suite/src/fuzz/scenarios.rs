@@ -211,18 +211,25 @@ fn source_of(detail: &str) -> &'static str {
     }
 }
 
-/// A difference the audit of untouched records found after the drawn cases (`crate::audit`).
-pub fn of_audit(clause: &'static str, detail: &str, seed: u64, secrets: &[&str]) -> Finding {
+/// A difference the audit of untouched records found after the drawn cases (`crate::audit`),
+/// with the read that shows the record now: (tool, arguments, request, curl line).
+pub fn of_audit(
+    clause: &'static str,
+    detail: &str,
+    (tool, arguments, request, reproduction): (&str, Value, Value, String),
+    seed: u64,
+    secrets: &[&str],
+) -> Finding {
     Finding {
-        tool: "audit".to_owned(),
+        tool: tool.to_owned(),
+        arguments,
+        request,
         detail: report::mask(
             &format!("the fuzzer's drawn cases: {}: {detail}", crate::audit::FINDING),
             secrets,
         ),
         response: report::mask(detail, secrets),
-        reproduction: format!(
-            "chataigne-conformance fuzz --profile PROFILE --seed {seed} (the same drawn cases)"
-        ),
+        reproduction,
         ..of_judge(clause, detail, true, seed, secrets)
     }
 }
