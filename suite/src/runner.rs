@@ -90,8 +90,7 @@ where
     }
     let personas = Arc::new(crate::schedule::personas(&ctx.dataset));
     let rates = Arc::new(rate_phase(&source, &capabilities, &personas).await);
-    // The audit's first look is taken before any scenario writes, beside the clock's move.
-    let (_, audit_start) = futures::join!(fresh_windows_at_start(&ctx), crate::audit::take(&ctx, false));
+    let audit_start = audit_baseline(&ctx).await;
     let before_ctx = Arc::clone(&ctx);
     let after_ctx = Arc::clone(&ctx);
     let after_log = Rc::clone(&log);
@@ -352,8 +351,24 @@ async fn fresh_windows_at_start(ctx: &RunContext) {
     }
 }
 
+/// What the audit of untouched records compares the end of the run with. With a control API the
+/// data is reset first (one round trip, and every run then starts from the same state): the
+/// published dataset is the baseline. Without one, a first look at every record, taken before any
+/// scenario writes, beside the clock's move.
+async fn audit_baseline(ctx: &RunContext) -> Result<crate::audit::Snapshot, String> {
+    // The reset also forgets every rate window: no clock to move past earlier runs' then.
+    if let Some(control) = &ctx.control
+        && control.reset().await.is_ok()
+    {
+        // `audit` reads the dataset then: the reset is in the call log.
+        return Ok(crate::audit::Snapshot::default());
+    }
+    let (_, first) = futures::join!(fresh_windows_at_start(ctx), crate::audit::take(ctx, false));
+    first
+}
+
 /// The audit of untouched records (`crate::audit`): against the first look, or against the
-/// published dataset when the control API reset the data during the run.
+/// published dataset when the control API reset the data (at the start, or during the run).
 async fn audit(
     ctx: &RunContext,
     start: Result<crate::audit::Snapshot, String>,

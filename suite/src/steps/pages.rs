@@ -810,13 +810,17 @@ fn short_lists(w: &ConformanceWorld) -> Vec<(&'static str, Value, &'static str)>
         ("list_organizations", serde_json::json!({}), "organizations"),
         ("list_restaurants", serde_json::json!({ "organization_id": l.home_organization }), "restaurants"),
         ("list_orders", serde_json::json!({ "restaurant_id": l.small_restaurant }), "orders"),
-        ("list_conversations", serde_json::json!({ "restaurant_id": l.busy_restaurant }), "conversations"),
         ("list_instructions", serde_json::json!({ "restaurant_id": l.busy_restaurant }), "instructions"),
     ]
 }
 
 /// What a walk refused for its rate says (not judged: no evidence, no finding).
 const RATE_LIMITED: &str = "rate limited";
+/// What a walk stopped at its cap says: its items are judged as the list's first ones.
+const CAPPED: &str = "capped";
+/// Items a small-limit walk reads at most: enough pages to show a cursor that skips or is
+/// missing, and a bounded cost however long a list the run's own writes made.
+const SHORT_WALK_ITEMS: usize = 6;
 
 /// A walk to make: tool, arguments (server IDs), the data member of its items, the limit.
 type Walked = (&'static str, Value, &'static str, u64);
@@ -827,8 +831,11 @@ async fn walk_all(
     jobs: Vec<Walked>,
 ) -> Vec<(Vec<String>, Vec<crate::client::Exchange>, Result<(), String>)> {
     let copies = client.fork(jobs.len());
-    let walks =
-        jobs.into_iter().zip(copies).map(|((tool, args, key, limit), c)| walk_ids(c, tool, args, key, limit));
+    let walks = jobs.into_iter().zip(copies).map(|((tool, args, key, limit), c)| {
+        // The whole lists are walked to their end; the small-limit walks to their cap.
+        let cap = if limit == chataigne_contract::MAX_LIMIT as u64 { usize::MAX } else { SHORT_WALK_ITEMS };
+        walk_ids(c, tool, args, key, limit, cap)
+    });
     futures::future::join_all(walks).await
 }
 
@@ -840,10 +847,14 @@ async fn walk_ids(
     args: Value,
     key: &'static str,
     limit: u64,
+    cap: usize,
 ) -> (Vec<String>, Vec<crate::client::Exchange>, Result<(), String>) {
     let (mut ids, mut exchanges) = (Vec::new(), Vec::new());
     let mut cursor: Option<String> = None;
     for _ in 0..200 {
+        if ids.len() >= cap {
+            return (ids, exchanges, Err(CAPPED.to_owned()));
+        }
         let mut page = args.clone();
         page["limit"] = serde_json::json!(limit);
         if let Some(c) = &cursor {
@@ -872,6 +883,47 @@ async fn walk_ids(
         }
     }
     (ids, exchanges, Err(format!("{tool} still had a next_cursor after 200 pages")))
+}
+
+/// What is wrong with a small-limit walk (`ids`, `ended`: it reached a page without a cursor) of
+/// a list whose whole walks gave `was` before and `is` after, newest first. Records others
+/// created meanwhile may lead the walk (they are in `is`); after them the walk is the start of
+/// `was`, in its order, every one once, and a walk that ended holds all of it. Stopping early,
+/// after the list's first items, on a full page, is PAG-3's (the cursor was due); any other
+/// difference PAG-4's.
+fn short_walk_problem(
+    ids: &[String],
+    was: &[String],
+    is: &[String],
+    limit: u64,
+    ended: bool,
+) -> Option<(&'static str, String)> {
+    let seen: HashSet<&String> = ids.iter().collect();
+    let repeated = ids.len() - seen.len();
+    let invented: Vec<&String> = ids.iter().filter(|id| !is.contains(id) && !was.contains(id)).collect();
+    let new = ids.iter().take_while(|id| !was.contains(id)).count();
+    let rest = &ids[new..];
+    let prefix = rest.len() <= was.len() && rest[..] == was[..rest.len()];
+    let short = ended && rest.len() < was.len();
+    if repeated == 0 && invented.is_empty() && prefix && !short {
+        return None;
+    }
+    let clause = if repeated == 0 && invented.is_empty() && prefix && (ids.len() as u64).is_multiple_of(limit)
+    {
+        "PAG-3"
+    } else {
+        "PAG-4"
+    };
+    let missed: Vec<&str> = was.iter().filter(|id| !seen.contains(id)).take(3).map(String::as_str).collect();
+    let what = format!(
+        "{} items walked{}, the list's first {} not in its order or cut short (first missed: {}), {} not in the list, {repeated} repeated",
+        ids.len(),
+        if ended { " to the end" } else { "" },
+        rest.len().min(was.len()),
+        missed.join(", "),
+        invented.len()
+    );
+    Some((clause, what))
 }
 
 /// PAG-3 and PAG-4 on every list at its smallest limits: walked one and two items at a time, a
@@ -909,34 +961,10 @@ async fn short_walks(w: &mut ConformanceWorld) -> anyhow::Result<()> {
                 w.record(ex.clone());
             }
             let rid = exchanges.last().and_then(|e| e.request_id()).unwrap_or("no request_id").to_owned();
-            let seen: HashSet<&String> = ids.iter().collect();
-            let missed: Vec<&String> = was.iter().filter(|id| !seen.contains(id)).collect();
-            let invented: Vec<&String> =
-                ids.iter().filter(|id| !is.contains(id) && !was.contains(id)).collect();
-            let repeated = ids.len() - seen.len();
             let problem = match outcome {
                 Err(e) if e == RATE_LIMITED => continue,
-                Err(e) => Some(("PAG-4", e.clone())),
-                Ok(()) if missed.is_empty() && invented.is_empty() && repeated == 0 => None,
-                Ok(()) => {
-                    // Stopped after the list's first items, in its order, on a full page with no
-                    // cursor: the cursor was due (PAG-3). Anything else is the walk's (PAG-4).
-                    let prefix = !ids.is_empty() && was.len() > ids.len() && ids[..] == was[..ids.len()];
-                    let full_stop = prefix && (ids.len() as u64).is_multiple_of(limit);
-                    let clause = if full_stop { "PAG-3" } else { "PAG-4" };
-                    let shown: Vec<&str> = missed.iter().take(3).map(|s| s.as_str()).collect();
-                    Some((
-                        clause,
-                        format!(
-                            "{} items walked, {} of the list's {} missed ({}), {} not in the list, {repeated} repeated",
-                            ids.len(),
-                            missed.len(),
-                            was.len(),
-                            shown.join(", "),
-                            invented.len()
-                        ),
-                    ))
-                }
+                Err(e) if e != CAPPED => Some(("PAG-4", e.clone())),
+                _ => short_walk_problem(ids, was, is, limit, outcome.is_ok()),
             };
             let level = crate::judge::RuleLevel::Seed;
             match problem {
