@@ -887,8 +887,8 @@ async fn walk_ids(
 
 /// What is wrong with a small-limit walk (`ids`, `ended`: it reached a page without a cursor) of
 /// a list whose whole walks gave `was` before and `is` after, newest first. Records others
-/// created meanwhile may lead the walk (they are in `is`); after them the walk is the start of
-/// `was`, in its order, every one once, and a walk that ended holds all of it. Stopping early,
+/// created meanwhile may show anywhere among the first (they are in `is`); the others are the
+/// start of `was`, in its order, every one once, and a walk that ended holds all of it. Stopping early,
 /// after the list's first items, on a full page, is PAG-3's (the cursor was due); any other
 /// difference PAG-4's.
 fn short_walk_problem(
@@ -901,8 +901,9 @@ fn short_walk_problem(
     let seen: HashSet<&String> = ids.iter().collect();
     let repeated = ids.len() - seen.len();
     let invented: Vec<&String> = ids.iter().filter(|id| !is.contains(id) && !was.contains(id)).collect();
-    let new = ids.iter().take_while(|id| !was.contains(id)).count();
-    let rest = &ids[new..];
+    // Created meanwhile (in `is`, not in `was`): newest first with ties broken by ID, such a
+    // record may sort among the first ones of the same second, so it is set aside wherever it is.
+    let rest: Vec<String> = ids.iter().filter(|id| was.contains(id)).cloned().collect();
     let prefix = rest.len() <= was.len() && rest[..] == was[..rest.len()];
     let short = ended && rest.len() < was.len();
     if repeated == 0 && invented.is_empty() && prefix && !short {
