@@ -131,22 +131,23 @@ fn saved(w: &ConformanceWorld, what: &str) -> anyhow::Result<String> {
 const CREATED: &str = "created_restaurant";
 const CHANGED_TO: &str = "created_restaurant_status";
 
+/// The restaurant the last success created: its ID, the status its creation showed, and the
+/// other status.
+fn created_and_other(w: &ConformanceWorld) -> anyhow::Result<(String, String, &'static str)> {
+    let created = w.success()?;
+    let field = |pointer: &str| {
+        w.field(&created.data, pointer)?.as_str().map(str::to_owned).ok_or_else(|| w.blocked(pointer))
+    };
+    let (id, seen) = (field("/restaurant/id")?, field("/restaurant/status")?);
+    let other = if seen == "open" { "paused" } else { "open" };
+    Ok((id, seen, other))
+}
+
 /// The restaurant the last success created, set to its other status with the status its creation
 /// showed as the one seen (PRE-2).
 #[when("they set the restaurant they created to its other status, saying what its creation showed")]
 async fn change_created(w: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let created = w.success()?;
-    let id = w
-        .field(&created.data, "/restaurant/id")?
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| w.blocked("/restaurant/id"))?;
-    let seen = w
-        .field(&created.data, "/restaurant/status")?
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| w.blocked("/restaurant/status"))?;
-    let other = if seen == "open" { "paused" } else { "open" };
+    let (id, seen, other) = created_and_other(w)?;
     w.saved.insert(CREATED.to_owned(), id.clone());
     w.saved.insert(CHANGED_TO.to_owned(), other.to_owned());
     let args = json!({ "restaurant_id": id, "status": other, "expected_status": seen });
@@ -180,18 +181,7 @@ async fn race_created(
     a: super::params::Snake,
     b: super::params::Snake,
 ) -> anyhow::Result<()> {
-    let created = w.success()?;
-    let id = w
-        .field(&created.data, "/restaurant/id")?
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| w.blocked("/restaurant/id"))?;
-    let seen = w
-        .field(&created.data, "/restaurant/status")?
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| w.blocked("/restaurant/status"))?;
-    let other = if seen == "open" { "paused" } else { "open" };
+    let (id, seen, other) = created_and_other(w)?;
     let args = json!({ "restaurant_id": id, "status": other, "expected_status": seen });
     w.dirty = true;
     let calls = [a, b]
